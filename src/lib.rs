@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Crate layout
+//!
+//! This facade re-exports [`outbox_core`] (messages, enqueue, handlers, workers,
+//! backends) and `#[derive(OutboxMessage)]` from `outbox-derive`; with the `smtp` feature
+//! it also re-exports `outbox-smtp` as [`smtp`].
+
+pub use outbox_core::*;
+pub use outbox_derive::OutboxMessage;
+
+/// Email over SMTP as an outbox message (feature `smtp`).
+#[cfg(feature = "smtp")]
+pub use outbox_smtp as smtp;
+
+/// The names most applications need: `use outbox::prelude::*;`.
+pub mod prelude {
+    #[cfg(feature = "sqlite")]
+    pub use crate::SqliteBackend;
+    pub use crate::{
+        enqueue_many, Enqueue, EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox,
+        OutboxMessage, QueueOptions,
+    };
+}
