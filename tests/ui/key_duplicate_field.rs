@@ -1,0 +1,10 @@
+use outbox::OutboxMessage;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(key(user_id, template, user_id))]
+struct UserMail {
+    user_id: u64,
+    template: String,
+}
+fn main() {}

@@ -1,0 +1,9 @@
+use outbox::OutboxMessage;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(key = "user_id")]
+struct UserMail {
+    user_id: u64,
+}
+fn main() {}
