@@ -1,0 +1,88 @@
+//! Backends: where messages are stored and how workers fetch them.
+//!
+//! Each database lives in its own module behind its cargo feature; the rest of the crate
+//! only talks to the [`Backend`] trait and never names a database.
+
+mod raw_bytes;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+mod tick;
+
+use std::time::Duration;
+
+use apalis_core::{error::WorkerError, worker::context::WorkerContext};
+use futures::future::BoxFuture;
+
+pub use raw_bytes::RawBytes;
+pub use tick::TickStrategy;
+
+use crate::{worker::Dispatch, Error};
+
+/// How one message type's worker runs.
+#[derive(Debug, Clone)]
+pub struct QueueSettings {
+    /// The type tag, used as the queue name.
+    pub queue: &'static str,
+    /// Handler calls in flight at once for this type.
+    pub concurrency: usize,
+    /// Rows claimed per fetch.
+    pub batch_size: usize,
+    /// How often an idle worker looks for due messages.
+    pub poll_interval: Duration,
+    /// How often the worker proves it is alive; a worker silent for
+    /// `heartbeat_interval × missed_heartbeats` is presumed dead and its messages are
+    /// handed to others.
+    pub heartbeat_interval: Duration,
+    /// Missed heartbeats before a worker's messages are recovered.
+    pub missed_heartbeats: usize,
+}
+
+/// A pending-message count for a type that no handler in this process is registered for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnregisteredType {
+    /// The type tag found in the queue.
+    pub type_tag: String,
+    /// How many messages of it are waiting.
+    pub pending: u64,
+}
+
+/// Storage for queued messages and the workers that deliver them.
+pub trait Backend: Clone + Send + Sync + 'static {
+    /// Short name for logs ("sqlite", "postgres", "mysql").
+    fn name(&self) -> &'static str;
+
+    /// Creates or upgrades the tables the outbox needs; safe to run at every start and
+    /// from several processes.
+    fn migrate(&self) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Runs one worker for `settings.queue` until it is stopped through `worker`
+    /// (`Ok`) or its connection to the database fails (`Err`; the caller restarts it).
+    fn run_worker(
+        &self,
+        worker: WorkerContext,
+        settings: QueueSettings,
+        service: Dispatch,
+    ) -> BoxFuture<'static, Result<(), WorkerError>>;
+
+    /// Messages of `queues` that are due now or held by a worker whose name starts with
+    /// `worker_prefix`: zero means a drain is complete.
+    fn count_unfinished<'a>(
+        &'a self,
+        queues: &'a [&'static str],
+        worker_prefix: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Pending messages of types other than `registered`.
+    fn unregistered_pending<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>>;
+
+    /// Gives up pending messages of types other than `registered`, recording `reason`;
+    /// returns how many.
+    fn fail_unregistered<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+}

@@ -1,0 +1,171 @@
+//! SQLite, the embedded default: one file, no server.
+//!
+//! Workers use apalis-sqlite 1.0 for fetching, locking and heartbeats; the enqueue is our
+//! own statement so it can run in the caller's transaction and report duplicates.
+//!
+//! Failure modes: SQLite allows one writer at a time. Every connection made by
+//! [`connect`] waits up to 5 s for the write lock (`busy_timeout`); a worker whose query
+//! still fails (the file is locked longer, the disk is full) stops and is restarted by the
+//! outbox with a growing delay, and its claimed messages come back after the lease.
+
+mod enqueue;
+
+use std::{str::FromStr, time::Duration};
+
+use apalis_core::{
+    backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
+    worker::context::WorkerContext,
+};
+use apalis_sqlite::{Config, SqliteStorage};
+use futures::future::BoxFuture;
+use sqlx::{
+    migrate::Migrator,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+    SqlitePool,
+};
+use tower::limit::ConcurrencyLimitLayer;
+
+use super::{Backend, QueueSettings, RawBytes, TickStrategy, UnregisteredType};
+use crate::{worker::Dispatch, Error};
+
+/// Name of the table that records which apalis migrations ran (kept apart from
+/// `_sqlx_migrations`, so the application's own sqlx migrations are not disturbed).
+const APALIS_MIGRATIONS_TABLE: &str = "_outbox_apalis_migrations";
+
+/// Connection options the outbox expects of a SQLite file: created if missing, WAL
+/// journal, `synchronous = NORMAL` (durable across application crashes; a power loss may
+/// lose the last commits), a 5 s busy timeout and foreign keys on.
+pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, Error> {
+    Ok(SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true))
+}
+
+/// Opens a pool on `url` (e.g. `sqlite://app.db`) with [`connect_options`]. Use the same
+/// pool for the application's transactions and for the outbox.
+pub async fn connect(url: &str) -> Result<SqlitePool, Error> {
+    Ok(SqlitePoolOptions::new()
+        .max_connections(8)
+        .connect_with(connect_options(url)?)
+        .await?)
+}
+
+/// The SQLite backend over an application's pool.
+#[derive(Debug, Clone)]
+pub struct SqliteBackend {
+    pool: SqlitePool,
+}
+
+impl SqliteBackend {
+    /// Uses `pool` for the workers; enqueue goes through the caller's own transactions.
+    pub fn new(pool: SqlitePool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool the workers use.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+/// Encodes type tags as the JSON array the queries expect.
+fn json_list(items: &[&str]) -> String {
+    serde_json::to_string(items).expect("a list of strings always serializes")
+}
+
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+impl Backend for SqliteBackend {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn migrate(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            let mut apalis: Migrator = SqliteStorage::migrations();
+            apalis.dangerous_set_table_name(APALIS_MIGRATIONS_TABLE);
+            apalis.run(&self.pool).await?;
+            Ok(())
+        })
+    }
+
+    fn run_worker(
+        &self,
+        worker: WorkerContext,
+        settings: QueueSettings,
+        service: Dispatch,
+    ) -> BoxFuture<'static, Result<(), WorkerError>> {
+        let config = Config::default()
+            .queue(settings.queue)
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat_interval)
+            .missed_heartbeats(settings.missed_heartbeats);
+        let storage = SqliteStorage::<()>::new(&self.pool).with_config(config);
+        let backend =
+            RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)));
+        let worker = WorkerBuilder::new(&worker)
+            .backend(backend)
+            .layer(ConcurrencyLimitLayer::new(settings.concurrency))
+            .build(service);
+        Box::pin(worker.run())
+    }
+
+    fn count_unfinished<'a>(
+        &'a self,
+        queues: &'a [&'static str],
+        worker_prefix: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let (n,): (i64,) = sqlx::query_as(include_str!("queries/count_unfinished.sql"))
+                .bind(json_list(queues))
+                .bind(worker_prefix)
+                .bind(now_unix())
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(n as u64)
+        })
+    }
+
+    fn unregistered_pending<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
+        Box::pin(async move {
+            let rows: Vec<(String, i64)> =
+                sqlx::query_as(include_str!("queries/unregistered_pending.sql"))
+                    .bind(json_list(registered))
+                    .fetch_all(&self.pool)
+                    .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(type_tag, n)| UnregisteredType {
+                    type_tag,
+                    pending: n as u64,
+                })
+                .collect())
+        })
+    }
+
+    fn fail_unregistered<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let done = sqlx::query(include_str!("queries/fail_unregistered.sql"))
+                .bind(json_list(registered))
+                .bind(reason)
+                .execute(&self.pool)
+                .await?;
+            Ok(done.rows_affected())
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! Per-call options for enqueue: delay, priority, attempts and the idempotency key.
+
+use std::time::{Duration, SystemTime};
+
+/// Options of one enqueue call; anything left unset comes from the type's
+/// [`MessageDefaults`](crate::MessageDefaults) and its idempotency key.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use outbox_core::EnqueueOptions;
+/// let opts = EnqueueOptions::new().after(Duration::from_secs(600)).priority(5);
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EnqueueOptions {
+    pub(crate) when: Option<When>,
+    pub(crate) priority: Option<u16>,
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) key: KeyChoice,
+}
+
+/// When a delayed message becomes due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum When {
+    At(SystemTime),
+    After(Duration),
+}
+
+/// Which idempotency key the message gets.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum KeyChoice {
+    #[default]
+    FromMessage,
+    Custom(String),
+    Without,
+}
+
+impl EnqueueOptions {
+    /// Options that change nothing: the type's defaults apply.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Deliver no earlier than `delay` from now.
+    ///
+    /// Backends store due times in whole seconds and round up, so a message is never
+    /// delivered early, and at most a second late on top of the poll interval.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.when = Some(When::After(delay));
+        self
+    }
+
+    /// Deliver no earlier than `at` (a time in the past means "now").
+    pub fn at(mut self, at: SystemTime) -> Self {
+        self.when = Some(When::At(at));
+        self
+    }
+
+    /// Among due messages of one type, higher priority runs first.
+    pub fn priority(mut self, priority: u16) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// How many attempts this message gets (1 to 1000).
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = Some(max_attempts);
+        self
+    }
+
+    /// Use this idempotency key instead of the one the type derives from its fields.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.key = KeyChoice::Custom(key.into());
+        self
+    }
+
+    /// Enqueue without an idempotency key, even if the type declares one.
+    pub fn without_idempotency_key(mut self) -> Self {
+        self.key = KeyChoice::Without;
+        self
+    }
+}

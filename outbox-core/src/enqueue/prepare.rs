@@ -1,0 +1,143 @@
+//! Turning a typed message and its options into a checked row, before anything is written.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{
+    options::{KeyChoice, When},
+    EnqueueOptions, MessageId,
+};
+use crate::{
+    message::{validate_type_tag, MAX_IDEMPOTENCY_KEY_LEN},
+    EnqueueError, OutboxMessage,
+};
+
+/// Highest `max_attempts` accepted.
+const MAX_ATTEMPTS_LIMIT: u32 = 1000;
+
+/// One checked, serialized message ready to be inserted by a backend.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// The new row's id.
+    pub id: MessageId,
+    /// The type tag, i.e. the queue.
+    pub queue: &'static str,
+    /// The message as JSON bytes.
+    pub payload: Vec<u8>,
+    /// Due time in whole unix seconds (rounded up, never early).
+    pub run_at: i64,
+    /// Scheduling priority; higher runs first.
+    pub priority: u16,
+    /// Attempts before the message is given up.
+    pub max_attempts: u32,
+    /// Key unique per type while the row exists.
+    pub idempotency_key: Option<String>,
+}
+
+impl NewMessage {
+    /// Checks and serializes `msg`; nothing is written.
+    pub(crate) fn prepare<M: OutboxMessage>(
+        msg: &M,
+        options: &EnqueueOptions,
+        now: SystemTime,
+    ) -> Result<Self, EnqueueError> {
+        validate_type_tag(M::TYPE).map_err(|reason| EnqueueError::InvalidTypeTag {
+            rust_type: std::any::type_name::<M>(),
+            reason,
+        })?;
+        let max_attempts = options.max_attempts.unwrap_or(M::DEFAULTS.max_attempts);
+        if !(1..=MAX_ATTEMPTS_LIMIT).contains(&max_attempts) {
+            return Err(EnqueueError::InvalidOption {
+                type_tag: M::TYPE,
+                option: "max_attempts",
+                reason: format!("{max_attempts} is outside 1..={MAX_ATTEMPTS_LIMIT}"),
+            });
+        }
+        let key = match &options.key {
+            KeyChoice::FromMessage => msg.idempotency_key(),
+            KeyChoice::Custom(key) => Some(key.clone()),
+            KeyChoice::Without => None,
+        };
+        if let Some(key) = &key {
+            check_key(key).map_err(|reason| EnqueueError::InvalidKey {
+                type_tag: M::TYPE,
+                reason,
+            })?;
+        }
+        let due = match options.when {
+            None => now,
+            Some(When::At(at)) => at.max(now),
+            Some(When::After(delay)) => {
+                now.checked_add(delay)
+                    .ok_or_else(|| EnqueueError::InvalidOption {
+                        type_tag: M::TYPE,
+                        option: "after",
+                        reason: format!("a delay of {delay:?} overflows the clock"),
+                    })?
+            }
+        };
+        let payload = serde_json::to_vec(msg).map_err(|source| EnqueueError::Serialize {
+            type_tag: M::TYPE,
+            source,
+        })?;
+        Ok(Self {
+            id: MessageId::generate(),
+            queue: M::TYPE,
+            payload,
+            run_at: unix_seconds_rounded_up(due, options.when.is_some()),
+            priority: options.priority.unwrap_or(M::DEFAULTS.priority),
+            max_attempts,
+            idempotency_key: key,
+        })
+    }
+}
+
+/// Unix seconds of `t`; rounded up for a requested due time so it is never early.
+fn unix_seconds_rounded_up(t: SystemTime, round_up: bool) -> i64 {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let extra = i64::from(round_up && d.subsec_nanos() > 0);
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX) + extra
+}
+
+/// An idempotency key is 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes without control characters.
+fn check_key(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("it is empty; leave it out or build it from the message's fields".into());
+    }
+    if key.len() > MAX_IDEMPOTENCY_KEY_LEN {
+        return Err(format!(
+            "it is {} bytes long; the limit is {MAX_IDEMPOTENCY_KEY_LEN} (hash longer keys)",
+            key.len()
+        ));
+    }
+    if key.chars().any(char::is_control) {
+        return Err("it contains control characters".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn due_times_round_up_only_when_requested() {
+        let t = UNIX_EPOCH + Duration::from_millis(10_500);
+        assert_eq!(unix_seconds_rounded_up(t, true), 11);
+        assert_eq!(unix_seconds_rounded_up(t, false), 10);
+        assert_eq!(
+            unix_seconds_rounded_up(UNIX_EPOCH + Duration::from_secs(7), true),
+            7
+        );
+    }
+
+    #[test]
+    fn keys_are_checked() {
+        assert!(check_key("order-1").is_ok());
+        assert!(check_key("").unwrap_err().contains("empty"));
+        assert!(check_key(&"k".repeat(256))
+            .unwrap_err()
+            .contains("256 bytes"));
+        assert!(check_key("a\nb").unwrap_err().contains("control"));
+    }
+}

@@ -1,0 +1,28 @@
+//! Core of the `outbox` library: typed messages, transactional enqueue, handlers,
+//! supervised workers and the backends they run on.
+//!
+//! Most applications use the `outbox` facade crate, which re-exports this crate together
+//! with `#[derive(OutboxMessage)]`.
+
+pub mod backend;
+mod enqueue;
+mod error;
+pub mod handler;
+mod message;
+mod outbox;
+pub mod worker;
+
+pub use enqueue::{
+    enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,
+    MessageId, NewMessage,
+};
+pub use error::{BoxError, EnqueueError, Error};
+pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
+pub use message::{
+    validate_type_tag, MessageDefaults, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
+};
+pub use outbox::{DrainReport, Outbox, QueueOptions};
+pub use worker::DeliveryCounts;
+
+#[cfg(feature = "sqlite")]
+pub use backend::sqlite::{self, SqliteBackend};

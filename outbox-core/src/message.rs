@@ -1,0 +1,87 @@
+//! The message contract: what a type must say about itself to travel through the outbox.
+
+use std::time::Duration;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Largest idempotency key accepted at enqueue, in bytes (the same on every backend).
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+
+/// Largest type tag accepted, in bytes (the tag is the queue name on every backend).
+pub const MAX_TYPE_TAG_LEN: usize = 100;
+
+/// A typed message that can be enqueued inside the caller's transaction and delivered
+/// later by a worker.
+///
+/// Implement it with `#[derive(OutboxMessage)]`; the derive fills in a stable type tag,
+/// the per-type defaults and the optional idempotency key from `#[outbox(...)]` attributes.
+pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The stable type tag stored with every queued row: the queue name of this type.
+    ///
+    /// It must never depend on the Rust module path, so that moving or renaming the type
+    /// in code cannot orphan rows that are already queued.
+    const TYPE: &'static str;
+
+    /// Defaults applied to every message of this type unless the enqueue call overrides them.
+    const DEFAULTS: MessageDefaults = MessageDefaults::DEFAULT;
+
+    /// The idempotency key of this message, if the type declares one.
+    ///
+    /// Two messages of the same type with the same key are the same message: the second
+    /// enqueue is reported as a duplicate and writes nothing, for as long as the first row
+    /// exists.
+    fn idempotency_key(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Per-type defaults for delivery: attempts, priority and the handler's time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageDefaults {
+    /// How many times a message is tried before it is given up (at least 1).
+    pub max_attempts: u32,
+    /// Scheduling priority: among due messages of one type, higher runs first.
+    pub priority: u16,
+    /// How long one handler call may run before the attempt counts as failed.
+    pub timeout: Option<Duration>,
+}
+
+impl MessageDefaults {
+    /// The defaults used when a type declares none: 10 attempts, priority 0, 5 minutes.
+    pub const DEFAULT: Self = Self {
+        max_attempts: 10,
+        priority: 0,
+        timeout: Some(Duration::from_secs(300)),
+    };
+}
+
+impl Default for MessageDefaults {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Checks that a type tag is usable as a queue name: 1 to [`MAX_TYPE_TAG_LEN`] bytes of
+/// ASCII letters, digits, `_`, `-`, `.` and `:`.
+///
+/// The derive runs the same check at compile time; this one guards hand-written impls.
+pub fn validate_type_tag(tag: &str) -> Result<(), String> {
+    if tag.is_empty() {
+        return Err("the type tag is empty".into());
+    }
+    if tag.len() > MAX_TYPE_TAG_LEN {
+        return Err(format!(
+            "the type tag is {} bytes long; the limit is {MAX_TYPE_TAG_LEN}",
+            tag.len()
+        ));
+    }
+    if let Some(c) = tag
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')))
+    {
+        return Err(format!(
+            "the type tag {tag:?} contains {c:?}; use ASCII letters, digits, '_', '-', '.' or ':'"
+        ));
+    }
+    Ok(())
+}

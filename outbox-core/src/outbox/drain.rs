@@ -1,0 +1,61 @@
+//! `drain`: deliver everything that is due, then return — for cron-style deployments
+//! ("run the mail worker every minute").
+
+use std::time::{Duration, Instant};
+
+use super::Outbox;
+use crate::{
+    backend::{Backend, UnregisteredType},
+    worker::DeliveryCounts,
+    Error,
+};
+
+/// How often a drain checks whether anything is left.
+const CHECK_EVERY: Duration = Duration::from_millis(25);
+
+/// What a drain did.
+#[derive(Debug, Clone, Default)]
+pub struct DrainReport {
+    /// Handler outcomes during the drain.
+    pub counts: DeliveryCounts,
+    /// Pending messages of types this outbox has no handler for (left untouched unless
+    /// [`Outbox::fail_unregistered_types`] is on).
+    pub unregistered: Vec<UnregisteredType>,
+    /// Wall time of the drain.
+    pub elapsed: Duration,
+}
+
+impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
+    /// Delivers every message of the registered types that is due now, including retries
+    /// that fall due while draining, then stops the workers and returns.
+    ///
+    /// Messages scheduled for later stay queued for the next drain. The drain ends when
+    /// no message of a registered type is due and none is held by this drain's workers.
+    pub async fn drain(&self) -> Result<DrainReport, Error> {
+        let started = Instant::now();
+        let before = self.counters.snapshot();
+        let registered = self.check()?;
+        let unregistered = self.handle_unregistered(&registered).await?;
+        let (stop, workers) = self.start();
+        let outcome = async {
+            loop {
+                tokio::time::sleep(CHECK_EVERY).await;
+                let left = self
+                    .backend
+                    .count_unfinished(&registered, self.names.prefix())
+                    .await?;
+                if left == 0 {
+                    return Ok::<(), Error>(());
+                }
+            }
+        }
+        .await;
+        self.stop(stop, workers).await;
+        outcome?;
+        Ok(DrainReport {
+            counts: self.counters.snapshot().since(before),
+            unregistered,
+            elapsed: started.elapsed(),
+        })
+    }
+}

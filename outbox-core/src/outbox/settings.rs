@@ -1,0 +1,104 @@
+//! Per-type worker options and their defaults.
+
+use std::time::Duration;
+
+use crate::backend::QueueSettings;
+
+/// How the worker of one message type runs.
+///
+/// Defaults: concurrency 10, batch 10, poll every 50 ms when idle, heartbeat every 10 s,
+/// a worker presumed dead after 3 missed heartbeats (its messages then go to others).
+#[derive(Debug, Clone)]
+pub struct QueueOptions {
+    concurrency: usize,
+    batch_size: usize,
+    poll_interval: Duration,
+    heartbeat_interval: Duration,
+    missed_heartbeats: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 10,
+            batch_size: 10,
+            poll_interval: Duration::from_millis(50),
+            heartbeat_interval: Duration::from_secs(10),
+            missed_heartbeats: 3,
+        }
+    }
+}
+
+impl QueueOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Handler calls in flight at once for this type.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// Rows claimed per fetch (claimed rows wait in memory for a free slot).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n;
+        self
+    }
+
+    /// How often an idle worker looks for due messages: the bound on pick-up latency,
+    /// and one small query per period per type.
+    pub fn poll_interval(mut self, period: Duration) -> Self {
+        self.poll_interval = period;
+        self
+    }
+
+    /// How often the worker records that it is alive.
+    pub fn heartbeat_interval(mut self, period: Duration) -> Self {
+        self.heartbeat_interval = period;
+        self
+    }
+
+    /// Missed heartbeats after which a worker is presumed dead and its claimed messages
+    /// are handed to other workers (lease = interval × this).
+    pub fn missed_heartbeats(mut self, n: usize) -> Self {
+        self.missed_heartbeats = n;
+        self
+    }
+
+    /// Explains a setting that cannot work.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.concurrency == 0 {
+            return Err("concurrency must be at least 1".into());
+        }
+        if self.batch_size == 0 {
+            return Err("batch_size must be at least 1".into());
+        }
+        if self.poll_interval.is_zero() {
+            return Err("poll_interval must be positive".into());
+        }
+        if self.heartbeat_interval < Duration::from_secs(1) {
+            return Err(
+                "heartbeat_interval must be at least 1 s (rows store whole seconds)".into(),
+            );
+        }
+        if self.missed_heartbeats < 2 {
+            return Err(
+                "missed_heartbeats must be at least 2, or live workers lose their messages".into(),
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn settings_for(&self, queue: &'static str) -> QueueSettings {
+        QueueSettings {
+            queue,
+            concurrency: self.concurrency,
+            batch_size: self.batch_size,
+            poll_interval: self.poll_interval,
+            heartbeat_interval: self.heartbeat_interval,
+            missed_heartbeats: self.missed_heartbeats,
+        }
+    }
+}

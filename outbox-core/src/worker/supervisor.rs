@@ -1,0 +1,76 @@
+//! Keeps one queue's worker alive: a worker whose database calls fail stops (apalis ends
+//! it on the first backend error, notes/apalis-1.0.md §0.10); the supervisor starts a new
+//! one under a fresh name after a growing pause, until shutdown is requested.
+
+use std::time::{Duration, Instant};
+
+use apalis_core::worker::context::WorkerContext;
+use tokio::sync::watch;
+
+use super::{Dispatch, WorkerNames};
+use crate::backend::{Backend, QueueSettings};
+
+/// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
+/// Longest pause between restarts.
+const MAX_PAUSE: Duration = Duration::from_secs(10);
+/// A worker that ran this long before failing resets the pause.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// Runs workers for one queue until `shutdown` turns true, then stops the current worker
+/// gracefully (in-flight handlers finish, claimed but unstarted messages go back).
+pub(crate) async fn supervise<B: Backend>(
+    backend: B,
+    settings: QueueSettings,
+    service: Dispatch,
+    names: WorkerNames,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut pause = FIRST_PAUSE;
+    for restart in 0.. {
+        if *shutdown.borrow() {
+            return;
+        }
+        let name = names.worker(settings.queue, restart);
+        let ctx = WorkerContext::new(&name);
+        let started = Instant::now();
+        let mut run = backend.run_worker(ctx.clone(), settings.clone(), service.clone());
+        let result = tokio::select! {
+            result = &mut run => result,
+            _ = stop_requested(&mut shutdown) => {
+                if ctx.stop().is_ok() {
+                    // Let the worker finish its in-flight messages and write their results.
+                    let _ = run.await;
+                }
+                return;
+            }
+        };
+        match result {
+            Ok(()) => {
+                tracing::info!(worker = %name, "worker stopped");
+                if *shutdown.borrow() {
+                    return;
+                }
+            }
+            Err(error) => {
+                if started.elapsed() > HEALTHY_RUN {
+                    pause = FIRST_PAUSE;
+                }
+                tracing::warn!(
+                    worker = %name, %error, restart_in = ?pause,
+                    "worker stopped on an error; restarting (its claimed messages return after the lease)"
+                );
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop_requested(&mut shutdown) => return,
+        }
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+/// Completes once shutdown is requested (or the sender is gone).
+async fn stop_requested(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
