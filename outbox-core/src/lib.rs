@@ -4,20 +4,25 @@
 //! Most applications use the `outbox` facade crate, which re-exports this crate together
 //! with `#[derive(OutboxMessage)]`.
 
+pub mod admin;
 pub mod backend;
+pub mod clock;
 mod enqueue;
 mod error;
 pub mod handler;
+pub mod layers;
 mod message;
 mod outbox;
 pub mod worker;
 
+pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, TypeCounts};
 pub use enqueue::{
     enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,
     MessageId, NewMessage,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
+pub use layers::{orphan::Relevance, rate_limit::RateLimit, retry::RetrySchedule};
 pub use message::{
     validate_type_tag, MessageDefaults, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };

@@ -1,26 +1,35 @@
 //! The outbox: handlers registered per message type, and the two ways to run them.
 
 mod drain;
+mod pauses;
+mod register;
 mod settings;
 
-use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
+use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
-use tokio::sync::watch;
+use tokio::{sync::watch, task::JoinHandle};
 
 pub use drain::DrainReport;
 pub use settings::QueueOptions;
 
 use crate::{
-    backend::{Backend, QueueSettings, UnregisteredType},
-    handler::Handler,
-    worker::{supervise, Counters, DeliveryCounts, Dispatch, TypedHandler, WorkerNames},
-    Error, OutboxMessage,
+    admin::{unix_secs_f64, Admin},
+    backend::{Backend, RetryStore, UnregisteredType},
+    clock::{Clock, SystemClock},
+    layers::{
+        dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
+        pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
+    },
+    worker::{supervise, Counters, DeliveryCounts, Dispatch, ErasedHandler, WorkerNames},
+    Error, RateLimit,
 };
 
 /// One registered message type.
 struct Registration {
-    settings: QueueSettings,
-    dispatch: Dispatch,
+    queue: &'static str,
+    options: QueueOptions,
+    handler: Arc<dyn ErasedHandler>,
+    orphan_check: Option<Arc<dyn OrphanCheck>>,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or
@@ -28,8 +37,9 @@ struct Registration {
 ///
 /// ```ignore
 /// let outbox = Outbox::with_state(SqliteBackend::new(pool), app_state)
-///     .register::<WelcomeMail, _>(send_welcome)
-///     .register_with::<Invoice, _>(send_invoice, QueueOptions::new().concurrency(2));
+///     .rate_limit("smtp", RateLimit::per_hour(60.0).burst(5))
+///     .register_with::<WelcomeMail, _>(send_welcome, QueueOptions::new().rate_limit("smtp"))
+///     .orphan_check::<WelcomeMail, _>(|mail, state| async move { state.user_exists(mail.user_id).await });
 /// outbox.migrate().await?;
 /// outbox.run().await?; // until SIGINT/SIGTERM
 /// ```
@@ -37,12 +47,21 @@ pub struct Outbox<B, S = ()> {
     backend: B,
     state: Arc<S>,
     registrations: Vec<Registration>,
+    buckets: Vec<(String, RateLimit)>,
     problems: Vec<String>,
     defaults: QueueOptions,
     shutdown_timeout: Duration,
     fail_unregistered: bool,
+    clock: Arc<dyn Clock>,
     names: WorkerNames,
     counters: Arc<Counters>,
+}
+
+/// Workers started by [`Outbox::start`], and how to stop them.
+struct Running {
+    stop: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+    pauses: JoinHandle<()>,
 }
 
 impl<B: Backend> Outbox<B, ()> {
@@ -59,57 +78,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             backend,
             state: Arc::new(state),
             registrations: Vec::new(),
+            buckets: Vec::new(),
             problems: Vec::new(),
             defaults: QueueOptions::new(),
             shutdown_timeout: Duration::from_secs(30),
             fail_unregistered: false,
+            clock: Arc::new(SystemClock),
             names: WorkerNames::new(),
             counters: Arc::new(Counters::default()),
         }
-    }
-
-    /// Delivers messages of type `M` with `handler`, with the outbox's default options.
-    pub fn register<M, H>(self, handler: H) -> Self
-    where
-        M: OutboxMessage,
-        H: Handler<M, S>,
-    {
-        let options = self.defaults.clone();
-        self.register_with::<M, H>(handler, options)
-    }
-
-    /// Delivers messages of type `M` with `handler` and per-type options.
-    pub fn register_with<M, H>(mut self, handler: H, options: QueueOptions) -> Self
-    where
-        M: OutboxMessage,
-        H: Handler<M, S>,
-    {
-        if let Err(reason) = crate::message::validate_type_tag(M::TYPE) {
-            self.problems
-                .push(format!("`{}`: {reason}", std::any::type_name::<M>()));
-        }
-        if self
-            .registrations
-            .iter()
-            .any(|r| r.settings.queue == M::TYPE)
-        {
-            self.problems.push(format!(
-                "type tag `{}` is registered twice (last by `{}`); each type gets one handler",
-                M::TYPE,
-                std::any::type_name::<M>()
-            ));
-        }
-        if let Err(reason) = options.check() {
-            self.problems
-                .push(format!("options of `{}`: {reason}", M::TYPE));
-        }
-        let typed =
-            TypedHandler::<M, S, H>::new(handler, Arc::clone(&self.state), M::DEFAULTS.timeout);
-        self.registrations.push(Registration {
-            settings: options.settings_for(M::TYPE),
-            dispatch: Dispatch::new(M::TYPE, Arc::new(typed), Arc::clone(&self.counters)),
-        });
-        self
     }
 
     /// Options for types registered after this call with [`Outbox::register`].
@@ -126,17 +103,28 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         self
     }
 
-    /// Gives up pending messages whose type no handler here is registered for, recording
-    /// why (default off: in a deployment where processes handle different types, leave
-    /// it off; unregistered types are then only reported).
+    /// Gives up (dead-letters) pending messages whose type no handler here is registered
+    /// for (default off: in a deployment where processes handle different types, leave it
+    /// off; unregistered types are then only reported).
     pub fn fail_unregistered_types(mut self, yes: bool) -> Self {
         self.fail_unregistered = yes;
+        self
+    }
+
+    /// The clock the retry and rate-limit layers read (tests substitute a manual one).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
     /// The backend this outbox runs on.
     pub fn backend(&self) -> &B {
         &self.backend
+    }
+
+    /// Dead letters, pause/resume, rate buckets and status counts.
+    pub fn admin(&self) -> Admin<B> {
+        Admin::with_clock(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// What the handlers of this outbox have done since it was built.
@@ -157,9 +145,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// Runs the workers until `signal` completes, then stops fetching, lets in-flight
     /// handlers finish (up to the shutdown timeout) and returns.
     pub async fn run_until<F: Future<Output = ()>>(&self, signal: F) -> Result<(), Error> {
-        let registered = self.check()?;
+        let registered = self.prepare().await?;
         self.handle_unregistered(&registered).await?;
-        let (stop, workers) = self.start();
+        let running = self.start().await;
         let watch_unregistered = async {
             loop {
                 tokio::time::sleep(Duration::from_secs(60)).await;
@@ -173,12 +161,12 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             _ = watch_unregistered => {}
         }
         tracing::info!("shutdown requested: finishing in-flight messages");
-        self.stop(stop, workers).await;
+        self.stop(running).await;
         Ok(())
     }
 
-    /// Validates the registrations and returns the registered type tags.
-    fn check(&self) -> Result<Vec<&'static str>, Error> {
+    /// Validates the registrations, writes the rate buckets, returns the type tags.
+    async fn prepare(&self) -> Result<Vec<&'static str>, Error> {
         if !self.problems.is_empty() {
             return Err(Error::Config(self.problems.join("; ")));
         }
@@ -187,39 +175,95 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 "no message type is registered; call Outbox::register for each type".into(),
             ));
         }
-        let mut seen = HashSet::new();
-        Ok(self
-            .registrations
-            .iter()
-            .map(|r| r.settings.queue)
-            .filter(|q| seen.insert(*q))
-            .collect())
+        let now = unix_secs_f64(self.clock.now());
+        for (name, limit) in &self.buckets {
+            self.backend.set_bucket(name, *limit, now).await?;
+        }
+        for r in &self.registrations {
+            if let Some(bucket) = r.options.bucket() {
+                if self.backend.bucket(bucket).await?.is_none() {
+                    return Err(Error::Config(format!(
+                        "`{}` uses rate bucket `{bucket}`, which does not exist; define it with \
+                         Outbox::rate_limit or Admin::set_rate_limit",
+                        r.queue
+                    )));
+                }
+            }
+        }
+        Ok(self.registrations.iter().map(|r| r.queue).collect())
     }
 
-    /// Starts one supervised worker per registered type.
-    fn start(&self) -> (watch::Sender<bool>, Vec<tokio::task::JoinHandle<()>>) {
+    /// Starts one supervised worker per registered type, and the pause watcher.
+    async fn start(&self) -> Running {
         let (stop, stopped) = watch::channel(false);
+        let store: Arc<dyn RetryStore> = Arc::new(self.backend.clone());
+        // Start paused types paused: read the table once before any worker runs.
+        let paused = match self.backend.paused().await {
+            Ok(paused) => paused,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the paused types at start");
+                Vec::new()
+            }
+        };
+        let mut switches = HashMap::new();
         let workers = self
             .registrations
             .iter()
             .map(|r| {
+                let switch = Arc::new(PauseSwitch::default());
+                switch.set(paused.iter().any(|p| p.type_tag == r.queue));
+                switches.insert(r.queue, Arc::clone(&switch));
+                let layers = OutboxLayers {
+                    dead_letter: DeadLetterLayer {
+                        store: Arc::clone(&store),
+                        counters: Arc::clone(&self.counters),
+                    },
+                    retry: RetryLayer {
+                        store: Arc::clone(&store),
+                        schedule: Arc::new(r.options.schedule().clone()),
+                        clock: Arc::clone(&self.clock),
+                        counters: Arc::clone(&self.counters),
+                    },
+                    pause: PauseLayer::new(switch),
+                    concurrency: r.options.settings_for(r.queue).concurrency,
+                    orphan: r.orphan_check.as_ref().map(|check| OrphanLayer {
+                        check: Arc::clone(check),
+                        counters: Arc::clone(&self.counters),
+                    }),
+                    rate_limit: r.options.bucket().map(|bucket| {
+                        RateLimitLayer::new(
+                            bucket,
+                            Arc::new(self.backend.clone()),
+                            Arc::clone(&self.clock),
+                        )
+                        .max_inline_wait(r.options.inline_wait())
+                    }),
+                };
+                let dispatch =
+                    Dispatch::new(r.queue, Arc::clone(&r.handler), Arc::clone(&self.counters));
                 tokio::spawn(supervise(
                     self.backend.clone(),
-                    r.settings.clone(),
-                    r.dispatch.clone(),
+                    r.options.settings_for(r.queue),
+                    layers,
+                    dispatch,
                     self.names.clone(),
                     stopped.clone(),
                 ))
             })
             .collect();
-        (stop, workers)
+        let pauses = pauses::watch(self.backend.clone(), switches, stopped);
+        Running {
+            stop,
+            workers,
+            pauses,
+        }
     }
 
     /// Signals every worker to stop and waits up to the shutdown timeout.
-    async fn stop(&self, stop: watch::Sender<bool>, workers: Vec<tokio::task::JoinHandle<()>>) {
-        let _ = stop.send(true);
-        let aborts: Vec<_> = workers.iter().map(|w| w.abort_handle()).collect();
-        let all = futures::future::join_all(workers);
+    async fn stop(&self, running: Running) {
+        let _ = running.stop.send(true);
+        let aborts: Vec<_> = running.workers.iter().map(|w| w.abort_handle()).collect();
+        let all = futures::future::join_all(running.workers);
         if tokio::time::timeout(self.shutdown_timeout, all)
             .await
             .is_err()
@@ -231,6 +275,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             );
             aborts.iter().for_each(|a| a.abort());
         }
+        running.pauses.abort();
     }
 
     /// Reports (or, if configured, gives up) pending messages of unregistered types.
@@ -248,7 +293,10 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 registered.join(", ")
             );
             let n = self.backend.fail_unregistered(registered, &reason).await?;
-            tracing::warn!(count = n, "gave up messages of unregistered types");
+            tracing::warn!(
+                count = n,
+                "moved messages of unregistered types to the dead letters"
+            );
         } else {
             for t in &found {
                 tracing::warn!(

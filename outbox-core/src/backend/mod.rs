@@ -6,6 +6,7 @@
 mod raw_bytes;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+mod store;
 mod tick;
 
 use std::time::Duration;
@@ -14,9 +15,12 @@ use apalis_core::{error::WorkerError, worker::context::WorkerContext};
 use futures::future::BoxFuture;
 
 pub use raw_bytes::RawBytes;
+pub use store::{DeadLetterStore, PauseStore, RateBucketStore, RetryStore, StatsStore, TokenGrant};
 pub use tick::TickStrategy;
 
-use crate::{worker::Dispatch, Error};
+pub(crate) use store::{from_unix_millis, unix_millis, unix_secs_ceil};
+
+use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 
 /// How one message type's worker runs.
 #[derive(Debug, Clone)]
@@ -46,8 +50,19 @@ pub struct UnregisteredType {
     pub pending: u64,
 }
 
-/// Storage for queued messages and the workers that deliver them.
-pub trait Backend: Clone + Send + Sync + 'static {
+/// Storage for queued messages and the workers that deliver them, plus the side tables
+/// the layers and the admin API use.
+pub trait Backend:
+    RetryStore
+    + RateBucketStore
+    + PauseStore
+    + DeadLetterStore
+    + StatsStore
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
     /// Short name for logs ("sqlite", "postgres", "mysql").
     fn name(&self) -> &'static str;
 
@@ -55,17 +70,19 @@ pub trait Backend: Clone + Send + Sync + 'static {
     /// from several processes.
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>>;
 
-    /// Runs one worker for `settings.queue` until it is stopped through `worker`
-    /// (`Ok`) or its connection to the database fails (`Err`; the caller restarts it).
+    /// Runs one worker for `settings.queue`, with `layers` around apalis' lifecycle and
+    /// `service` at the bottom, until it is stopped through `worker` (`Ok`) or its
+    /// connection to the database fails (`Err`; the caller restarts it).
     fn run_worker(
         &self,
         worker: WorkerContext,
         settings: QueueSettings,
+        layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>>;
 
-    /// Messages of `queues` that are due now or held by a worker whose name starts with
-    /// `worker_prefix`: zero means a drain is complete.
+    /// Messages of `queues` (except paused types) that are due now or held by a worker
+    /// whose name starts with `worker_prefix`: zero means a drain is complete.
     fn count_unfinished<'a>(
         &'a self,
         queues: &'a [&'static str],

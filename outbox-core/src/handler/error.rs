@@ -1,20 +1,31 @@
-//! How a handler says an attempt failed, and whether to try again.
+//! How a handler says an attempt failed, and what should happen next.
 
-use std::fmt;
+use std::{
+    fmt,
+    time::{Duration, SystemTime},
+};
 
 use crate::BoxError;
 
-/// Whether a failed attempt should be tried again.
+/// What should happen after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HandlerErrorKind {
-    /// A transient failure: try again while attempts remain (the default for any error).
+    /// A transient failure: try again on the type's retry schedule while attempts remain
+    /// (the default for any error).
     Retry,
-    /// Trying again cannot help (a rejected address, a malformed request): give up now.
+    /// A failed attempt, tried again no earlier than the given time instead of the
+    /// schedule (the server said "try again in 10 minutes"). Counts as an attempt.
+    RetryAt(SystemTime),
+    /// Not a failure: put the message back until the given delay has passed. The attempt
+    /// is given back (`max_attempts` grows by one), so snoozing never exhausts a message.
+    Snooze(Duration),
+    /// Trying again cannot help (a rejected address, a malformed request): the message
+    /// goes to the dead letters now.
     Permanent,
 }
 
-/// A failed attempt: the reason, and whether to try again.
+/// A failed attempt: the reason, and what to do next.
 ///
 /// Any error converts into a retryable `HandlerError`, so `?` works in handlers.
 pub struct HandlerError {
@@ -23,23 +34,45 @@ pub struct HandlerError {
 }
 
 impl HandlerError {
-    /// A transient failure: the message is tried again while attempts remain.
+    /// A transient failure: the message is tried again on the schedule.
     pub fn retry(reason: impl Into<BoxError>) -> Self {
-        Self {
-            kind: HandlerErrorKind::Retry,
-            source: reason.into(),
-        }
+        Self::new(HandlerErrorKind::Retry, reason)
     }
 
-    /// A failure that retrying cannot fix: the message is given up after this attempt.
+    /// A failed attempt to try again no earlier than `delay` from now.
+    pub fn retry_after(delay: Duration, reason: impl Into<BoxError>) -> Self {
+        let at = SystemTime::now()
+            .checked_add(delay)
+            .unwrap_or(SystemTime::now());
+        Self::new(HandlerErrorKind::RetryAt(at), reason)
+    }
+
+    /// A failed attempt to try again no earlier than `at`.
+    pub fn retry_at(at: SystemTime, reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::RetryAt(at), reason)
+    }
+
+    /// Not a failure: deliver the message again after `delay`, without using an attempt.
+    pub fn snooze(delay: Duration) -> Self {
+        Self::new(
+            HandlerErrorKind::Snooze(delay),
+            format!("snoozed for {delay:?}"),
+        )
+    }
+
+    /// A failure that retrying cannot fix: the message goes to the dead letters now.
     pub fn permanent(reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::Permanent, reason)
+    }
+
+    fn new(kind: HandlerErrorKind, reason: impl Into<BoxError>) -> Self {
         Self {
-            kind: HandlerErrorKind::Permanent,
+            kind,
             source: reason.into(),
         }
     }
 
-    /// Whether the message should be tried again.
+    /// What should happen next.
     pub fn kind(&self) -> HandlerErrorKind {
         self.kind
     }

@@ -26,17 +26,19 @@ pub struct DrainReport {
 }
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
-    /// Delivers every message of the registered types that is due now, including retries
-    /// that fall due while draining, then stops the workers and returns.
+    /// Delivers every message of the registered types that is due now, then stops the
+    /// workers and returns. A failed attempt's retry is due later (its schedule), so it
+    /// waits for the next drain.
     ///
-    /// Messages scheduled for later stay queued for the next drain. The drain ends when
-    /// no message of a registered type is due and none is held by this drain's workers.
+    /// Messages scheduled for later (delayed, retries not yet due, rate-limited) stay
+    /// queued for the next drain. The drain ends when no message of a registered,
+    /// unpaused type is due and none is held by this drain's workers.
     pub async fn drain(&self) -> Result<DrainReport, Error> {
         let started = Instant::now();
         let before = self.counters.snapshot();
-        let registered = self.check()?;
+        let registered = self.prepare().await?;
         let unregistered = self.handle_unregistered(&registered).await?;
-        let (stop, workers) = self.start();
+        let running = self.start().await;
         let outcome = async {
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
@@ -50,7 +52,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             }
         }
         .await;
-        self.stop(stop, workers).await;
+        self.stop(running).await;
         outcome?;
         Ok(DrainReport {
             counts: self.counters.snapshot().since(before),

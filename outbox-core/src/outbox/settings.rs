@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use crate::backend::QueueSettings;
+use crate::{backend::QueueSettings, RetrySchedule};
 
 /// How the worker of one message type runs.
 ///
 /// Defaults: concurrency 10, batch 10, poll every 50 ms when idle, heartbeat every 10 s,
-/// a worker presumed dead after 3 missed heartbeats (its messages then go to others).
+/// a worker presumed dead after 3 missed heartbeats (its messages then go to others),
+/// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
+/// limit.
 #[derive(Debug, Clone)]
 pub struct QueueOptions {
     concurrency: usize,
@@ -15,6 +17,9 @@ pub struct QueueOptions {
     poll_interval: Duration,
     heartbeat_interval: Duration,
     missed_heartbeats: usize,
+    schedule: RetrySchedule,
+    bucket: Option<String>,
+    max_inline_wait: Duration,
 }
 
 impl Default for QueueOptions {
@@ -25,6 +30,9 @@ impl Default for QueueOptions {
             poll_interval: Duration::from_millis(50),
             heartbeat_interval: Duration::from_secs(10),
             missed_heartbeats: 3,
+            schedule: RetrySchedule::default(),
+            bucket: None,
+            max_inline_wait: Duration::from_secs(1),
         }
     }
 }
@@ -67,6 +75,38 @@ impl QueueOptions {
         self
     }
 
+    /// When failed attempts are tried again.
+    pub fn retry(mut self, schedule: RetrySchedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Takes a token from the shared bucket `name` before each message (define the bucket
+    /// with [`Outbox::rate_limit`](crate::Outbox::rate_limit)). Several types may share a bucket.
+    pub fn rate_limit(mut self, name: &str) -> Self {
+        self.bucket = Some(name.to_owned());
+        self
+    }
+
+    /// The longest wait for a token spent holding a worker slot (default 1 s); a message
+    /// that would wait longer is rescheduled for when its token is due.
+    pub fn max_inline_wait(mut self, wait: Duration) -> Self {
+        self.max_inline_wait = wait;
+        self
+    }
+
+    pub(crate) fn schedule(&self) -> &RetrySchedule {
+        &self.schedule
+    }
+
+    pub(crate) fn bucket(&self) -> Option<&str> {
+        self.bucket.as_deref()
+    }
+
+    pub(crate) fn inline_wait(&self) -> Duration {
+        self.max_inline_wait
+    }
+
     /// Explains a setting that cannot work.
     pub(crate) fn check(&self) -> Result<(), String> {
         if self.concurrency == 0 {
@@ -83,6 +123,7 @@ impl QueueOptions {
                 "heartbeat_interval must be at least 1 s (rows store whole seconds)".into(),
             );
         }
+        self.schedule.check()?;
         if self.missed_heartbeats < 2 {
             return Err(
                 "missed_heartbeats must be at least 2, or live workers lose their messages".into(),

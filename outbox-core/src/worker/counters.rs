@@ -8,6 +8,8 @@ pub(crate) struct Counters {
     delivered: AtomicU64,
     failed_attempts: AtomicU64,
     given_up: AtomicU64,
+    orphaned: AtomicU64,
+    deferred: AtomicU64,
 }
 
 /// How many handler calls ended which way, since a point in time.
@@ -17,8 +19,13 @@ pub struct DeliveryCounts {
     pub delivered: u64,
     /// Attempts that failed and will be tried again.
     pub failed_attempts: u64,
-    /// Messages given up: permanent errors, undecodable payloads, attempts exhausted.
+    /// Messages given up (moved to the dead letters): permanent errors, undecodable
+    /// payloads, attempts exhausted.
     pub given_up: u64,
+    /// Messages completed without the handler because their orphan check said so.
+    pub orphaned: u64,
+    /// Times a message was put back without an attempt (rate limit, snooze).
+    pub deferred: u64,
 }
 
 impl Counters {
@@ -26,12 +33,20 @@ impl Counters {
         self.delivered.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn failed(&self, given_up: bool) {
-        if given_up {
-            self.given_up.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.failed_attempts.fetch_add(1, Ordering::Relaxed);
-        }
+    pub(crate) fn failed_attempt(&self) {
+        self.failed_attempts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn given_up(&self) {
+        self.given_up.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn orphaned(&self) {
+        self.orphaned.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn deferred(&self) {
+        self.deferred.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> DeliveryCounts {
@@ -39,6 +54,8 @@ impl Counters {
             delivered: self.delivered.load(Ordering::Relaxed),
             failed_attempts: self.failed_attempts.load(Ordering::Relaxed),
             given_up: self.given_up.load(Ordering::Relaxed),
+            orphaned: self.orphaned.load(Ordering::Relaxed),
+            deferred: self.deferred.load(Ordering::Relaxed),
         }
     }
 }
@@ -50,6 +67,8 @@ impl DeliveryCounts {
             delivered: self.delivered - earlier.delivered,
             failed_attempts: self.failed_attempts - earlier.failed_attempts,
             given_up: self.given_up - earlier.given_up,
+            orphaned: self.orphaned - earlier.orphaned,
+            deferred: self.deferred - earlier.deferred,
         }
     }
 }

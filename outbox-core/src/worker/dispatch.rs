@@ -1,10 +1,8 @@
 //! The innermost service of every worker: decode the stored payload, call the typed
-//! handler under a time limit and a panic guard, and turn its outcome into what apalis
-//! records.
+//! handler under a time limit and a panic guard, and report how the attempt ended.
 //!
-//! Everything here runs inside apalis' lifecycle service, so the status apalis writes
-//! follows our result: `Ok` → done, an `AbortError` → given up (killed), any other error
-//! → failed (tried again while attempts remain).
+//! It runs inside apalis' lifecycle service (the attempt is counted); what to do about a
+//! failure is decided by the retry layer further out, from the [`AttemptFailed`] it gets.
 
 use std::{
     marker::PhantomData,
@@ -14,13 +12,14 @@ use std::{
     time::Duration,
 };
 
-use apalis_core::{error::AbortError, task::Task};
+use apalis_core::task::Task;
 use futures::{future::BoxFuture, FutureExt};
 use tower::Service;
 
 use super::Counters;
 use crate::{
-    handler::{Handler, HandlerError, HandlerErrorKind, MessageContext},
+    handler::{Handler, HandlerErrorKind, MessageContext},
+    layers::{AttemptFailed, Completion},
     BoxError, MessageId, OutboxMessage,
 };
 
@@ -31,15 +30,13 @@ pub(crate) struct Delivery {
     pub(crate) max_attempts: u32,
 }
 
-/// How an attempt ended, before it is mapped onto apalis' statuses.
-pub(crate) enum Outcome {
-    Delivered,
-    Failed { reason: String, give_up: bool },
-}
-
 /// A handler with its message type erased, so one service type serves every queue.
 pub(crate) trait ErasedHandler: Send + Sync {
-    fn handle(&self, payload: Vec<u8>, delivery: Delivery) -> BoxFuture<'static, Outcome>;
+    fn handle(
+        &self,
+        payload: Vec<u8>,
+        delivery: Delivery,
+    ) -> BoxFuture<'static, Result<(), AttemptFailed>>;
 }
 
 /// A typed handler, its state and the type's time limit.
@@ -61,30 +58,39 @@ impl<M, S, H> TypedHandler<M, S, H> {
     }
 }
 
+fn retry(reason: String) -> AttemptFailed {
+    AttemptFailed {
+        kind: HandlerErrorKind::Retry,
+        reason,
+    }
+}
+
 impl<M, S, H> ErasedHandler for TypedHandler<M, S, H>
 where
     M: OutboxMessage,
     S: Send + Sync + 'static,
     H: Handler<M, S>,
 {
-    fn handle(&self, payload: Vec<u8>, delivery: Delivery) -> BoxFuture<'static, Outcome> {
+    fn handle(
+        &self,
+        payload: Vec<u8>,
+        delivery: Delivery,
+    ) -> BoxFuture<'static, Result<(), AttemptFailed>> {
         let message = match serde_json::from_slice::<M>(&payload) {
             Ok(message) => message,
             Err(e) => {
-                let reason = format!(
-                    "payload does not decode as `{}` ({}): {e}; it was written by other code or \
-                     an older version of the type (fix the data or add #[serde(default)], then requeue)",
-                    M::TYPE,
-                    std::any::type_name::<M>()
-                );
-                return futures::future::ready(Outcome::Failed {
-                    reason,
-                    give_up: true,
-                })
-                .boxed();
+                let failed = AttemptFailed {
+                    kind: HandlerErrorKind::Permanent,
+                    reason: format!(
+                        "payload does not decode as `{}` ({}): {e}; it was written by other code or an \
+                         older version of the type (fix the data or add #[serde(default)], then requeue)",
+                        M::TYPE,
+                        std::any::type_name::<M>()
+                    ),
+                };
+                return futures::future::ready(Err(failed)).boxed();
             }
         };
-        let last_attempt = delivery.attempt >= delivery.max_attempts;
         let ctx = MessageContext {
             id: delivery.id,
             type_tag: M::TYPE,
@@ -101,35 +107,24 @@ where
             let result = match timeout {
                 Some(limit) => match tokio::time::timeout(limit, call).await {
                     Ok(result) => result,
-                    Err(_) => {
-                        return Outcome::Failed {
-                            reason: format!("handler timed out after {limit:?}"),
-                            give_up: last_attempt,
-                        }
-                    }
+                    Err(_) => return Err(retry(format!("handler timed out after {limit:?}"))),
                 },
                 None => call.await,
             };
             match result {
-                Ok(Ok(())) => Outcome::Delivered,
-                Ok(Err(e)) => outcome_of_error(e, last_attempt),
-                Err(panic) => Outcome::Failed {
-                    reason: format!("handler panicked: {}", panic_message(&*panic)),
-                    give_up: last_attempt,
-                },
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(AttemptFailed {
+                    kind: e.kind(),
+                    reason: e.to_string(),
+                }),
+                Err(panic) => Err(retry(format!(
+                    "handler panicked: {}",
+                    panic_message(&*panic)
+                ))),
             }
         }
         .boxed()
     }
-}
-
-fn outcome_of_error(e: HandlerError, last_attempt: bool) -> Outcome {
-    let give_up = last_attempt || e.kind() == HandlerErrorKind::Permanent;
-    let reason = match e.kind() {
-        HandlerErrorKind::Permanent => format!("permanent failure: {e}"),
-        _ => e.to_string(),
-    };
-    Outcome::Failed { reason, give_up }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -174,9 +169,9 @@ impl Dispatch {
 }
 
 impl Service<Task<Vec<u8>>> for Dispatch {
-    type Response = ();
+    type Response = Completion;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<(), BoxError>>;
+    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
@@ -189,34 +184,25 @@ impl Service<Task<Vec<u8>>> for Dispatch {
         let handler = Arc::clone(&self.handler);
         Box::pin(async move {
             // Read inside the future: apalis counts the attempt when it first polls it.
-            let id = ctx
-                .task_id()
-                .map(|id| MessageId::from_string(id.to_string()))
-                .unwrap_or_else(|| MessageId::from_string(""));
+            let id =
+                MessageId::from_string(ctx.task_id().map(|id| id.to_string()).unwrap_or_default());
+            let attempt = u32::try_from(ctx.attempt()).unwrap_or(u32::MAX).max(1);
             let delivery = Delivery {
                 id: id.clone(),
-                attempt: u32::try_from(ctx.attempt()).unwrap_or(u32::MAX).max(1),
+                attempt,
                 max_attempts: ctx
                     .max_attempts()
                     .map_or(1, |m| u32::try_from(m).unwrap_or(u32::MAX)),
             };
-            let attempt = delivery.attempt;
-            let outcome = handler.handle(payload, delivery);
-            match outcome.await {
-                Outcome::Delivered => {
+            match handler.handle(payload, delivery).await {
+                Ok(()) => {
                     counters.delivered();
                     tracing::debug!(message.type = queue, message.id = %id, attempt, "delivered");
-                    Ok(())
+                    Ok(Completion::Delivered)
                 }
-                Outcome::Failed { reason, give_up } => {
-                    counters.failed(give_up);
-                    if give_up {
-                        tracing::warn!(message.type = queue, message.id = %id, attempt, %reason, "given up");
-                        Err(Box::new(AbortError::new(reason)) as BoxError)
-                    } else {
-                        tracing::info!(message.type = queue, message.id = %id, attempt, %reason, "attempt failed");
-                        Err(reason.into())
-                    }
+                Err(failed) => {
+                    tracing::info!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
+                    Err(Box::new(failed) as BoxError)
                 }
             }
         })

@@ -9,6 +9,6 @@ pub use counters::DeliveryCounts;
 pub use dispatch::Dispatch;
 
 pub(crate) use counters::Counters;
-pub(crate) use dispatch::TypedHandler;
+pub(crate) use dispatch::{ErasedHandler, TypedHandler};
 pub(crate) use names::WorkerNames;
 pub(crate) use supervisor::supervise;

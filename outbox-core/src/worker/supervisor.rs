@@ -8,7 +8,10 @@ use apalis_core::worker::context::WorkerContext;
 use tokio::sync::watch;
 
 use super::{Dispatch, WorkerNames};
-use crate::backend::{Backend, QueueSettings};
+use crate::{
+    backend::{Backend, QueueSettings},
+    layers::OutboxLayers,
+};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -22,6 +25,7 @@ const HEALTHY_RUN: Duration = Duration::from_secs(60);
 pub(crate) async fn supervise<B: Backend>(
     backend: B,
     settings: QueueSettings,
+    layers: OutboxLayers,
     service: Dispatch,
     names: WorkerNames,
     mut shutdown: watch::Receiver<bool>,
@@ -34,7 +38,12 @@ pub(crate) async fn supervise<B: Backend>(
         let name = names.worker(settings.queue, restart);
         let ctx = WorkerContext::new(&name);
         let started = Instant::now();
-        let mut run = backend.run_worker(ctx.clone(), settings.clone(), service.clone());
+        let mut run = backend.run_worker(
+            ctx.clone(),
+            settings.clone(),
+            layers.clone(),
+            service.clone(),
+        );
         let result = tokio::select! {
             result = &mut run => result,
             _ = stop_requested(&mut shutdown) => {

@@ -8,10 +8,14 @@
 //! still fails (the file is locked longer, the disk is full) stops and is restarted by the
 //! outbox with a growing delay, and its claimed messages come back after the lease.
 
+mod admin;
 mod enqueue;
+mod stores;
 
 use std::{str::FromStr, time::Duration};
 
+use super::{Backend, QueueSettings, RawBytes, RetryStore, TickStrategy, UnregisteredType};
+use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 use apalis_core::{
     backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
     worker::context::WorkerContext,
@@ -23,14 +27,12 @@ use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
     SqlitePool,
 };
-use tower::limit::ConcurrencyLimitLayer;
-
-use super::{Backend, QueueSettings, RawBytes, TickStrategy, UnregisteredType};
-use crate::{worker::Dispatch, Error};
 
 /// Name of the table that records which apalis migrations ran (kept apart from
 /// `_sqlx_migrations`, so the application's own sqlx migrations are not disturbed).
 const APALIS_MIGRATIONS_TABLE: &str = "_outbox_apalis_migrations";
+/// Name of the table that records which of the outbox's own migrations ran.
+const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// Connection options the outbox expects of a SQLite file: created if missing, WAL
 /// journal, `synchronous = NORMAL` (durable across application crashes; a power loss may
@@ -93,6 +95,9 @@ impl Backend for SqliteBackend {
             let mut apalis: Migrator = SqliteStorage::migrations();
             apalis.dangerous_set_table_name(APALIS_MIGRATIONS_TABLE);
             apalis.run(&self.pool).await?;
+            let mut ours: Migrator = sqlx::migrate!("./migrations/sqlite");
+            ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
+            ours.run(&self.pool).await?;
             Ok(())
         })
     }
@@ -101,6 +106,7 @@ impl Backend for SqliteBackend {
         &self,
         worker: WorkerContext,
         settings: QueueSettings,
+        layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
         let config = Config::default()
@@ -113,7 +119,7 @@ impl Backend for SqliteBackend {
             RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)));
         let worker = WorkerBuilder::new(&worker)
             .backend(backend)
-            .layer(ConcurrencyLimitLayer::new(settings.concurrency))
+            .layer(layers)
             .build(service);
         Box::pin(worker.run())
     }
@@ -160,12 +166,14 @@ impl Backend for SqliteBackend {
         reason: &'a str,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let done = sqlx::query(include_str!("queries/fail_unregistered.sql"))
+            let ids: Vec<String> = sqlx::query_scalar(include_str!("queries/unregistered_ids.sql"))
                 .bind(json_list(registered))
-                .bind(reason)
-                .execute(&self.pool)
+                .fetch_all(&self.pool)
                 .await?;
-            Ok(done.rows_affected())
+            for id in &ids {
+                self.dead_letter(id, reason, 0).await?;
+            }
+            Ok(ids.len() as u64)
         })
     }
 }

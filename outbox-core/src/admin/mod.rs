@@ -1,0 +1,96 @@
+//! Operating the outbox from code: dead letters, pause/resume, rate buckets and status
+//! counts. Everything here works from any process on the database, with or without
+//! workers running, and needs no handler registered.
+
+mod dead_letters;
+mod stats;
+
+use std::sync::Arc;
+
+pub use dead_letters::{DeadLetter, DeadLetterFilter, DeadLetters, Requeued};
+pub use stats::TypeCounts;
+
+use crate::{
+    backend::Backend,
+    clock::{Clock, SystemClock},
+    layers::rate_limit::{BucketState, RateLimit},
+    Error,
+};
+
+/// A message type paused across processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedType {
+    /// The paused type tag.
+    pub type_tag: String,
+    /// When it was paused.
+    pub paused_at: std::time::SystemTime,
+    /// Why, as given to [`Admin::pause`].
+    pub reason: String,
+}
+
+/// The admin surface over one backend.
+#[derive(Clone)]
+pub struct Admin<B> {
+    backend: B,
+    clock: Arc<dyn Clock>,
+}
+
+impl<B: Backend> Admin<B> {
+    /// Admin operations on `backend`.
+    pub fn new(backend: B) -> Self {
+        Self::with_clock(backend, Arc::new(SystemClock))
+    }
+
+    pub(crate) fn with_clock(backend: B, clock: Arc<dyn Clock>) -> Self {
+        Self { backend, clock }
+    }
+
+    /// The dead letters: list, count, requeue, purge.
+    pub fn dead_letters(&self) -> DeadLetters<B> {
+        DeadLetters::new(self.backend.clone())
+    }
+
+    /// Stops starting messages of `type_tag` in every process within about a second;
+    /// they stay queued and go out after [`Admin::resume`].
+    pub async fn pause(&self, type_tag: &str, reason: &str) -> Result<(), Error> {
+        self.backend.pause(type_tag, reason).await
+    }
+
+    /// Lets messages of `type_tag` start again; false if it was not paused.
+    pub async fn resume(&self, type_tag: &str) -> Result<bool, Error> {
+        self.backend.resume(type_tag).await
+    }
+
+    /// Every paused type.
+    pub async fn paused(&self) -> Result<Vec<PausedType>, Error> {
+        self.backend.paused().await
+    }
+
+    /// Creates the rate bucket `name`, or changes its rate at runtime (workers see the
+    /// new rate at their next token; tokens already saved are kept, capped at the burst).
+    pub async fn set_rate_limit(&self, name: &str, limit: RateLimit) -> Result<(), Error> {
+        limit
+            .check()
+            .map_err(|e| Error::Config(format!("rate bucket `{name}`: {e}")))?;
+        self.backend
+            .set_bucket(name, limit, unix_secs_f64(self.clock.now()))
+            .await
+    }
+
+    /// A rate bucket's settings and tokens.
+    pub async fn rate_limit(&self, name: &str) -> Result<Option<BucketState>, Error> {
+        self.backend.bucket(name).await
+    }
+
+    /// Message counts per type and status, in one query; cheap enough to poll every second.
+    pub async fn status_counts(&self) -> Result<Vec<TypeCounts>, Error> {
+        self.backend.status_counts(self.clock.now()).await
+    }
+}
+
+/// Unix seconds of `t` with sub-second precision.
+pub(crate) fn unix_secs_f64(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}

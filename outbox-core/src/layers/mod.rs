@@ -1,0 +1,81 @@
+//! The middleware every worker runs, as tower layers (one folder each: layer, service and
+//! the value type they share). From the outside in:
+//!
+//! ```text
+//! DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! ```
+//!
+//! * [`dead_letter`] moves given-up messages into `outbox_dead_letters`;
+//! * [`retry`] writes the next due time of a failed or deferred message into its row;
+//! * [`pause`] holds the worker while its type is paused in `outbox_paused`;
+//! * [`orphan`] completes messages whose subject is gone, without the handler;
+//! * [`rate_limit`] takes a token from a bucket shared through the database.
+//!
+//! Orphan and rate limit run outside apalis' lifecycle service, so a message dropped or
+//! deferred there does not count as an attempt; they set the task's status themselves
+//! (apalis only sets it inside its lifecycle, notes/apalis-1.0.md §0.3). The layers are
+//! ordinary tower layers and compose with apalis' own; [`OutboxLayers`] is the whole
+//! stack as `register` builds it.
+
+pub mod dead_letter;
+pub mod orphan;
+mod outcome;
+pub mod pause;
+pub mod rate_limit;
+pub mod retry;
+
+use tower::{
+    layer::util::Identity,
+    limit::{ConcurrencyLimit, ConcurrencyLimitLayer},
+    util::Either,
+    Layer,
+};
+
+pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp};
+
+use dead_letter::{DeadLetterLayer, DeadLetterService};
+use orphan::{OrphanLayer, OrphanService};
+use pause::{PauseLayer, PauseService};
+use rate_limit::{RateLimitLayer, RateLimitService};
+use retry::{RetryLayer, RetryService};
+
+/// The full stack of one message type's worker.
+#[derive(Clone)]
+pub struct OutboxLayers {
+    pub(crate) dead_letter: DeadLetterLayer,
+    pub(crate) retry: RetryLayer,
+    pub(crate) pause: PauseLayer,
+    pub(crate) concurrency: usize,
+    pub(crate) orphan: Option<OrphanLayer>,
+    pub(crate) rate_limit: Option<RateLimitLayer>,
+}
+
+/// What the optional rate limit leaves around `S`.
+type MaybeRateLimited<S> = Either<RateLimitService<S>, S>;
+
+/// The service [`OutboxLayers`] builds around `S`.
+pub type OutboxService<S> = DeadLetterService<
+    RetryService<
+        PauseService<
+            ConcurrencyLimit<Either<OrphanService<MaybeRateLimited<S>>, MaybeRateLimited<S>>>,
+        >,
+    >,
+>;
+
+impl<S> Layer<S> for OutboxLayers {
+    type Service = OutboxService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        let limited = match &self.rate_limit {
+            Some(l) => Either::Left(l.layer(inner)),
+            None => Either::Right(Identity::new().layer(inner)),
+        };
+        let checked = match &self.orphan {
+            Some(l) => Either::Left(l.layer(limited)),
+            None => Either::Right(limited),
+        };
+        let limited = ConcurrencyLimitLayer::new(self.concurrency).layer(checked);
+        self.dead_letter
+            .layer(self.retry.layer(self.pause.layer(limited)))
+    }
+}

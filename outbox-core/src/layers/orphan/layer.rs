@@ -1,0 +1,36 @@
+//! The layer that runs a type's orphan check.
+
+use std::sync::Arc;
+
+use tower::Layer;
+
+use super::{OrphanCheck, OrphanService};
+use crate::worker::Counters;
+
+/// Adds [`OrphanService`] around a service.
+#[derive(Clone)]
+pub struct OrphanLayer {
+    pub(crate) check: Arc<dyn OrphanCheck>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl OrphanLayer {
+    /// Runs `check` before each message.
+    pub fn new(check: Arc<dyn OrphanCheck>) -> Self {
+        Self {
+            check,
+            counters: Arc::default(),
+        }
+    }
+}
+
+impl<S> Layer<S> for OrphanLayer {
+    type Service = OrphanService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        OrphanService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Completes orphans without calling the inner service.
+
+use std::{
+    task::{Context, Poll},
+    time::{Duration, SystemTime},
+};
+
+use apalis_core::task::{status::Status, Task};
+use futures::future::BoxFuture;
+use tower::Service;
+
+use super::{OrphanLayer, Relevance};
+use crate::{
+    layers::outcome::{Completion, Deferred},
+    BoxError,
+};
+
+/// How long a message waits when its orphan check failed.
+const CHECK_ERROR_DEFER: Duration = Duration::from_secs(60);
+
+/// Runs the orphan check, then the inner service only for relevant messages.
+#[derive(Clone)]
+pub struct OrphanService<S> {
+    pub(super) inner: S,
+    pub(super) layer: OrphanLayer,
+}
+
+impl<S> Service<Task<Vec<u8>>> for OrphanService<S>
+where
+    S: Service<Task<Vec<u8>>, Response = Completion, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Completion;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, task: Task<Vec<u8>>) -> Self::Future {
+        let fresh = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            match layer.check.check(&task.args).await {
+                Ok(Relevance::Relevant) => inner.call(task).await,
+                Ok(Relevance::Orphan(reason)) => {
+                    // Outside apalis' lifecycle: the status must be set here.
+                    task.ctx().raw_status().store(Status::Done);
+                    layer.counters.orphaned();
+                    let id = task
+                        .ctx()
+                        .task_id()
+                        .map(|t| t.to_string())
+                        .unwrap_or_default();
+                    tracing::info!(message.id = %id, %reason, "orphan dropped without calling the handler");
+                    Ok(Completion::Orphaned { reason })
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "orphan check failed; the message is deferred");
+                    Err(Box::new(Deferred {
+                        until: SystemTime::now() + CHECK_ERROR_DEFER,
+                        reason: format!("orphan check failed: {e}"),
+                    }) as BoxError)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,27 @@
+//! A token bucket shared through the database.
+//!
+//! Named buckets live in `outbox_rate_buckets`: capacity (the burst), refill rate, tokens
+//! and the time they were counted. Every worker of every process on the database takes
+//! its tokens from the same row with one conditional `UPDATE`, before the handler runs,
+//! so in any window W at most `burst + rate × W` messages start, and a crash after the
+//! take cannot spend the token twice (a crashed send is simply not refunded).
+//!
+//! Several message types can share one bucket (user mails and organizer mails through one
+//! provider). Changing a bucket's rate ([`Admin::set_rate_limit`](crate::admin::Admin::set_rate_limit))
+//! takes effect at the next token, in every process, without a restart.
+//!
+//! A message that finds no token waits in place when the next token is near (up to
+//! `max_inline_wait`, 1 s by default), otherwise it is deferred: its row is rescheduled for
+//! when the token is due and the worker slot is freed. Waiting is never a failed attempt.
+//!
+//! Failure modes: a bucket that does not exist defers its messages by a minute and logs
+//! how to create it; a database error while taking a token defers by a few seconds. The
+//! bound assumes the processes' clocks agree (NTP); skew widens it by rate × skew.
+
+mod layer;
+mod rate;
+mod service;
+
+pub use layer::RateLimitLayer;
+pub use rate::{BucketState, RateLimit};
+pub use service::RateLimitService;

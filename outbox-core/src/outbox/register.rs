@@ -1,0 +1,94 @@
+//! Registering handlers, orphan checks and rate buckets.
+
+use std::{future::Future, sync::Arc};
+
+use super::{Outbox, Registration};
+use crate::{
+    backend::Backend,
+    handler::Handler,
+    layers::orphan::{check::TypedOrphanCheck, Relevance},
+    worker::TypedHandler,
+    BoxError, OutboxMessage, RateLimit,
+};
+
+impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
+    /// Delivers messages of type `M` with `handler`, with the outbox's default options.
+    pub fn register<M, H>(self, handler: H) -> Self
+    where
+        M: OutboxMessage,
+        H: Handler<M, S>,
+    {
+        let options = self.defaults.clone();
+        self.register_with::<M, H>(handler, options)
+    }
+
+    /// Delivers messages of type `M` with `handler` and per-type options.
+    pub fn register_with<M, H>(mut self, handler: H, options: super::QueueOptions) -> Self
+    where
+        M: OutboxMessage,
+        H: Handler<M, S>,
+    {
+        if let Err(reason) = crate::message::validate_type_tag(M::TYPE) {
+            self.problems
+                .push(format!("`{}`: {reason}", std::any::type_name::<M>()));
+        }
+        if self.registrations.iter().any(|r| r.queue == M::TYPE) {
+            self.problems.push(format!(
+                "type tag `{}` is registered twice (last by `{}`); each type gets one handler",
+                M::TYPE,
+                std::any::type_name::<M>()
+            ));
+        }
+        if let Err(reason) = options.check() {
+            self.problems
+                .push(format!("options of `{}`: {reason}", M::TYPE));
+        }
+        let typed =
+            TypedHandler::<M, S, H>::new(handler, Arc::clone(&self.state), M::DEFAULTS.timeout);
+        self.registrations.push(Registration {
+            queue: M::TYPE,
+            options,
+            handler: Arc::new(typed),
+            orphan_check: None,
+        });
+        self
+    }
+
+    /// Before each message of type `M` (registered earlier), asks `check` whether the
+    /// thing it is about still exists; an orphan is completed without its handler.
+    ///
+    /// `check` returns `Ok(true)`/`Ok(Relevance::Relevant)` to deliver, `Ok(false)` or
+    /// `Ok(Relevance::Orphan(reason))` to drop.
+    pub fn orphan_check<M, F, Fut, R, E>(mut self, check: F) -> Self
+    where
+        M: OutboxMessage,
+        F: Fn(M, Arc<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: Into<Relevance> + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let state = Arc::clone(&self.state);
+        match self.registrations.iter_mut().find(|r| r.queue == M::TYPE) {
+            Some(r) => {
+                r.orphan_check = Some(Arc::new(TypedOrphanCheck::<M, S, F>::new(check, state)))
+            }
+            None => self.problems.push(format!(
+                "orphan_check for `{}` comes before its register call; register the handler first",
+                M::TYPE
+            )),
+        }
+        self
+    }
+
+    /// Defines (or redefines) the shared rate bucket `name`; it is written to the
+    /// database when the outbox starts. Types use it through [`QueueOptions::rate_limit`](super::QueueOptions::rate_limit).
+    pub fn rate_limit(mut self, name: &str, limit: RateLimit) -> Self {
+        if let Err(reason) = limit.check() {
+            self.problems
+                .push(format!("rate bucket `{name}`: {reason}"));
+        }
+        self.buckets.retain(|(n, _)| n != name);
+        self.buckets.push((name.to_owned(), limit));
+        self
+    }
+}
