@@ -13,7 +13,7 @@ use std::{
 
 use common::{eventually, ulid, TestDb};
 use outbox::prelude::*;
-use outbox::{enqueue_many_with, EnqueueError, Error, MessageId};
+use outbox::{enqueue_many_with, DeadLetterFilter, EnqueueError, Error, MessageId};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
@@ -28,14 +28,6 @@ struct Welcome {
 #[outbox(type = "test.reminder")]
 struct Reminder {
     user_id: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
-#[outbox(type = "test.fragile", max_attempts = 2, timeout = "300ms")]
-enum Fragile {
-    Panic,
-    Hang,
-    Fine,
 }
 
 #[derive(Debug, Serialize, Deserialize, OutboxMessage)]
@@ -360,7 +352,8 @@ async fn undecodable_payloads_fail_their_message_and_the_worker_goes_on() {
     tx.commit().await.unwrap();
 
     let seen = Arc::new(Seen::default());
-    let report = outbox(&db, &seen).drain().await.unwrap();
+    let outbox = outbox(&db, &seen);
+    let report = outbox.drain().await.unwrap();
     assert_eq!(
         seen.ids(),
         vec![good.id().to_string()],
@@ -368,14 +361,27 @@ async fn undecodable_payloads_fail_their_message_and_the_worker_goes_on() {
     );
     assert_eq!(report.counts.given_up, 2);
     for id in [&wrong_shape, &not_json] {
-        let (status, attempts, last) = db.row(id).await;
+        let filter = DeadLetterFilter::id(id.as_str());
+        let dead = outbox
+            .admin()
+            .dead_letters()
+            .list(&filter, 0, 10)
+            .await
+            .unwrap();
         assert_eq!(
-            status, "Killed",
-            "an undecodable payload is given up at once"
+            dead.len(),
+            1,
+            "an undecodable payload goes to the dead letters at once"
         );
-        assert_eq!(attempts, 1);
-        let last = last.unwrap();
-        assert!(last.contains("does not decode as `test.welcome`"), "{last}");
+        assert_eq!(dead[0].attempts, 1);
+        assert!(
+            dead[0]
+                .last_error
+                .contains("does not decode as `test.welcome`"),
+            "{}",
+            dead[0].last_error
+        );
+        assert_eq!(db.count_id(id).await, 0, "and leaves the queue");
     }
 }
 
@@ -399,53 +405,20 @@ async fn unregistered_types_are_reported_and_optionally_given_up() {
         "left for a process that handles it"
     );
 
-    outbox(&db, &seen)
-        .fail_unregistered_types(true)
-        .drain()
+    let outbox = outbox(&db, &seen).fail_unregistered_types(true);
+    outbox.drain().await.unwrap();
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .list(&DeadLetterFilter::all(), 0, 10)
         .await
         .unwrap();
-    let (status, _, last) = db.row(orphan.id().as_str()).await;
-    assert_eq!(status, "Killed");
-    assert!(last.unwrap().contains("no handler is registered"));
-}
-
-#[tokio::test]
-async fn panics_and_hangs_are_failed_attempts_not_dead_workers() {
-    let db = TestDb::new().await;
-    let mut tx = db.pool.begin().await.unwrap();
-    let panic = Fragile::Panic.enqueue(&mut *tx).await.unwrap();
-    let hang = Fragile::Hang.enqueue(&mut *tx).await.unwrap();
-    let fine = Fragile::Fine.enqueue(&mut *tx).await.unwrap();
-    tx.commit().await.unwrap();
-
-    let calls = Arc::new(AtomicU32::new(0));
-    let outbox = Outbox::with_state(db.backend(), Arc::clone(&calls)).register::<Fragile, _>(
-        |m: Fragile, ctx: MessageContext<Arc<AtomicU32>>| async move {
-            ctx.state().fetch_add(1, Ordering::SeqCst);
-            match m {
-                Fragile::Panic => panic!("boom in the handler"),
-                Fragile::Hang => tokio::time::sleep(Duration::from_secs(3600)).await,
-                Fragile::Fine => {}
-            }
-            Ok::<(), HandlerError>(())
-        },
-    );
-    let report = outbox.drain().await.unwrap();
-    assert_eq!(report.counts.delivered, 1);
-    assert_eq!(report.counts.given_up, 2, "{report:?}");
-    assert_eq!(db.row(fine.id().as_str()).await.0, "Done");
-    let (status, attempts, last) = db.row(panic.id().as_str()).await;
-    assert_eq!((status.as_str(), attempts), ("Killed", 2));
-    assert!(last
-        .unwrap()
-        .contains("handler panicked: boom in the handler"));
-    let (status, attempts, last) = db.row(hang.id().as_str()).await;
-    assert_eq!((status.as_str(), attempts), ("Killed", 2));
-    assert!(last.unwrap().contains("timed out after 300ms"));
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        5,
-        "two attempts each for panic and hang, one for fine"
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].id, *orphan.id());
+    assert!(
+        dead[0].last_error.contains("no handler is registered"),
+        "{}",
+        dead[0].last_error
     );
 }
 

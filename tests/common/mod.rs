@@ -59,6 +59,15 @@ impl TestDb {
             .unwrap()
     }
 
+    /// Rows with this id in the queue (0 or 1).
+    pub async fn count_id(&self, id: &str) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM Jobs WHERE id = ?")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
     /// (status, attempts, last_result) of one row.
     pub async fn row(&self, id: &str) -> (String, i64, Option<String>) {
         sqlx::query_as("SELECT status, attempts, last_result FROM Jobs WHERE id = ?")
