@@ -27,6 +27,14 @@ pub enum EnqueueError {
         /// What is wrong and what to do.
         reason: String,
     },
+    /// The message's own checks ([`OutboxMessage::validate`](crate::OutboxMessage::validate)) refused it.
+    #[error("`{type_tag}` message is invalid: {source}")]
+    InvalidMessage {
+        /// Type tag of the message.
+        type_tag: &'static str,
+        /// The field and the reason.
+        source: crate::InvalidMessage,
+    },
     /// An enqueue option has a value the library cannot honour.
     #[error("enqueue option `{option}` for a `{type_tag}` message is invalid: {reason}")]
     InvalidOption {

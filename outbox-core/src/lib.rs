@@ -24,7 +24,8 @@ pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
 pub use layers::{orphan::Relevance, rate_limit::RateLimit, retry::RetrySchedule};
 pub use message::{
-    validate_type_tag, MessageDefaults, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
+    validate_type_tag, InvalidMessage, MessageDefaults, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN,
+    MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{DrainReport, Outbox, QueueOptions};
 pub use worker::DeliveryCounts;

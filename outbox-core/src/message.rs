@@ -33,7 +33,40 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn idempotency_key(&self) -> Option<String> {
         None
     }
+
+    /// Checks the message before it is written; an error refuses the enqueue with the
+    /// field and the reason, and nothing is written. The default accepts everything.
+    fn validate(&self) -> Result<(), InvalidMessage> {
+        Ok(())
+    }
 }
+
+/// Why [`OutboxMessage::validate`] refused a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidMessage {
+    /// The offending field, as the application names it (e.g. `to[1]`).
+    pub field: String,
+    /// What is wrong and what to do.
+    pub reason: String,
+}
+
+impl InvalidMessage {
+    /// `field` is invalid because of `reason`.
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "field `{}`: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for InvalidMessage {}
 
 /// Per-type defaults for delivery: attempts, priority and the handler's time limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

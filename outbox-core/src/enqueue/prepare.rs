@@ -44,6 +44,11 @@ impl NewMessage {
             rust_type: std::any::type_name::<M>(),
             reason,
         })?;
+        msg.validate()
+            .map_err(|source| EnqueueError::InvalidMessage {
+                type_tag: M::TYPE,
+                source,
+            })?;
         let max_attempts = options.max_attempts.unwrap_or(M::DEFAULTS.max_attempts);
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&max_attempts) {
             return Err(EnqueueError::InvalidOption {
