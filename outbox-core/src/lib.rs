@@ -30,5 +30,9 @@ pub use message::{
 pub use outbox::{DrainReport, Outbox, QueueOptions};
 pub use worker::DeliveryCounts;
 
+#[cfg(feature = "mysql")]
+pub use backend::mysql::{self, MySqlBackend};
+#[cfg(feature = "postgres")]
+pub use backend::postgres::{self, PostgresBackend};
 #[cfg(feature = "sqlite")]
 pub use backend::sqlite::{self, SqliteBackend};

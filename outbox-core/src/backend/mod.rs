@@ -3,7 +3,13 @@
 //! Each database lives in its own module behind its cargo feature; the rest of the crate
 //! only talks to the [`Backend`] trait and never names a database.
 
+mod enqueue_batch;
+#[cfg(feature = "mysql")]
+pub mod mysql;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod raw_bytes;
+mod sql_stores;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod store;

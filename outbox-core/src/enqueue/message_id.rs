@@ -11,7 +11,7 @@ pub struct MessageId(String);
 impl MessageId {
     /// A fresh id for a message created now.
     pub(crate) fn generate() -> Self {
-        Self(ulid::Ulid::new().to_string())
+        Self(ulid::Ulid::generate().to_string())
     }
 
     /// Wraps an id read back from the database.

@@ -17,7 +17,7 @@ impl WorkerNames {
             .map(|h| h.trim().to_owned())
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "host".to_owned());
-        let instance = ulid::Ulid::new().to_string();
+        let instance = ulid::Ulid::generate().to_string();
         let instance = &instance[instance.len() - 6..];
         Self {
             prefix: format!("{host}-{}-{instance}-", std::process::id()),

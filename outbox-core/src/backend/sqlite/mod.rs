@@ -4,17 +4,17 @@
 //! own statement so it can run in the caller's transaction and report duplicates.
 //!
 //! Failure modes: SQLite allows one writer at a time. Every connection made by
-//! [`connect`] waits up to 5 s for the write lock (`busy_timeout`); a worker whose query
+//! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a worker whose query
 //! still fails (the file is locked longer, the disk is full) stops and is restarted by the
 //! outbox with a growing delay, and its claimed messages come back after the lease.
 
-mod admin;
 mod enqueue;
-mod stores;
 
 use std::{str::FromStr, time::Duration};
 
-use super::{Backend, QueueSettings, RawBytes, RetryStore, TickStrategy, UnregisteredType};
+use super::{
+    sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy, UnregisteredType,
+};
 use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 use apalis_core::{
     backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
@@ -36,13 +36,14 @@ const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// Connection options the outbox expects of a SQLite file: created if missing, WAL
 /// journal, `synchronous = NORMAL` (durable across application crashes; a power loss may
-/// lose the last commits), a 5 s busy timeout and foreign keys on.
+/// lose the last commits), a 30 s busy timeout (several worker processes on one file
+/// queue for the write lock; measured waits reach seconds) and foreign keys on.
 pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, Error> {
     Ok(SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(5))
+        .busy_timeout(Duration::from_secs(30))
         .foreign_keys(true))
 }
 
@@ -73,17 +74,11 @@ impl SqliteBackend {
     }
 }
 
-/// Encodes type tags as the JSON array the queries expect.
-fn json_list(items: &[&str]) -> String {
-    serde_json::to_string(items).expect("a list of strings always serializes")
-}
-
-fn now_unix() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
-}
+sql_stores!(
+    SqliteBackend,
+    "src/backend/sqlite/queries",
+    take = |now, bucket| [now, bucket]
+);
 
 impl Backend for SqliteBackend {
     fn name(&self) -> &'static str {
@@ -129,35 +124,14 @@ impl Backend for SqliteBackend {
         queues: &'a [&'static str],
         worker_prefix: &'a str,
     ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(async move {
-            let (n,): (i64,) = sqlx::query_as(include_str!("queries/count_unfinished.sql"))
-                .bind(json_list(queues))
-                .bind(worker_prefix)
-                .bind(now_unix())
-                .fetch_one(&self.pool)
-                .await?;
-            Ok(n as u64)
-        })
+        Box::pin(self.count_unfinished_sql(queues, worker_prefix))
     }
 
     fn unregistered_pending<'a>(
         &'a self,
         registered: &'a [&'static str],
     ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
-        Box::pin(async move {
-            let rows: Vec<(String, i64)> =
-                sqlx::query_as(include_str!("queries/unregistered_pending.sql"))
-                    .bind(json_list(registered))
-                    .fetch_all(&self.pool)
-                    .await?;
-            Ok(rows
-                .into_iter()
-                .map(|(type_tag, n)| UnregisteredType {
-                    type_tag,
-                    pending: n as u64,
-                })
-                .collect())
-        })
+        Box::pin(self.unregistered_pending_sql(registered))
     }
 
     fn fail_unregistered<'a>(
@@ -165,15 +139,6 @@ impl Backend for SqliteBackend {
         registered: &'a [&'static str],
         reason: &'a str,
     ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(async move {
-            let ids: Vec<String> = sqlx::query_scalar(include_str!("queries/unregistered_ids.sql"))
-                .bind(json_list(registered))
-                .fetch_all(&self.pool)
-                .await?;
-            for id in &ids {
-                self.dead_letter(id, reason, 0).await?;
-            }
-            Ok(ids.len() as u64)
-        })
+        Box::pin(self.fail_unregistered_sql(registered, reason))
     }
 }

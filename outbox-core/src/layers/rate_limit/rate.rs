@@ -74,3 +74,13 @@ pub struct BucketState {
     /// When the tokens were last counted (unix seconds).
     pub updated_at: f64,
 }
+
+impl BucketState {
+    /// How long until the bucket holds one token, at `now` (unix seconds).
+    pub fn wait_for_token(&self, now: f64) -> Duration {
+        let tokens = (self.tokens + (now - self.updated_at).max(0.0) * self.limit.per_second)
+            .min(self.limit.burst);
+        let missing = (1.0 - tokens).max(0.0);
+        Duration::from_secs_f64(missing / self.limit.per_second)
+    }
+}

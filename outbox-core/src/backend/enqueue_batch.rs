@@ -1,0 +1,87 @@
+//! The backend-neutral half of a batch insert: encoding the rows as one JSON parameter
+//! (so every backend runs one static statement per chunk, whatever its size), and
+//! matching what the database wrote back to the input, in order.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::{
+    enqueue::{Enqueued, NewMessage},
+    MessageId,
+};
+
+/// One row as the insert statements read it from their JSON parameter.
+#[derive(Serialize)]
+struct Row<'a> {
+    id: &'a str,
+    queue: &'a str,
+    /// The payload's JSON text (serde_json output is always UTF-8).
+    job: &'a str,
+    run_at: i64,
+    priority: u16,
+    max_attempts: u32,
+    /// Left out when absent, so every database reads SQL NULL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+}
+
+/// The rows as a JSON array for the insert statement.
+pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
+    let encoded = rows
+        .iter()
+        .map(|m| {
+            Ok(Row {
+                id: m.id.as_str(),
+                queue: m.queue,
+                job: std::str::from_utf8(&m.payload).map_err(|e| sqlx::Error::Encode(e.into()))?,
+                run_at: m.run_at,
+                priority: m.priority,
+                max_attempts: m.max_attempts,
+                key: m.idempotency_key.as_deref(),
+            })
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    serde_json::to_string(&encoded).map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+/// The keys, per queue, of rows that were not written (their holders must be looked up).
+pub(crate) fn keys_to_resolve<'r>(
+    rows: &'r [NewMessage],
+    written: &HashSet<String>,
+) -> HashMap<&'static str, Vec<&'r str>> {
+    let mut wanted: HashMap<&'static str, Vec<&'r str>> = HashMap::new();
+    for m in rows.iter().filter(|m| !written.contains(m.id.as_str())) {
+        if let Some(k) = &m.idempotency_key {
+            wanted.entry(m.queue).or_default().push(k.as_str());
+        }
+    }
+    wanted
+}
+
+/// One result per input row: written, or a duplicate of the message holding its key.
+pub(crate) fn resolve(
+    rows: &[NewMessage],
+    written: &HashSet<String>,
+    holders: &HashMap<(String, String), String>,
+) -> Result<Vec<Enqueued>, sqlx::Error> {
+    rows.iter()
+        .map(|m| {
+            if written.contains(m.id.as_str()) {
+                return Ok(Enqueued::New(m.id.clone()));
+            }
+            m.idempotency_key
+                .as_ref()
+                .and_then(|k| holders.get(&(m.queue.to_owned(), k.clone())))
+                .map(|id| Enqueued::Duplicate {
+                    existing: MessageId::from_string(id.clone()),
+                })
+                .ok_or_else(|| {
+                    sqlx::Error::Protocol(format!(
+                        "message {} was neither written nor found as a duplicate",
+                        m.id
+                    ))
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,2 @@
+-- Removes a dead-lettered message from the queue (second half of the move). ? id
+DELETE FROM outbox_jobs WHERE id = ?

@@ -1,0 +1,2 @@
+-- Resumes a type. ? type
+DELETE FROM outbox_paused WHERE type_tag = ?

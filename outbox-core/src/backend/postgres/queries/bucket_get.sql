@@ -1,0 +1,2 @@
+-- A bucket as stored. $1 name
+SELECT capacity, refill_per_sec, tokens, updated_at FROM outbox_rate_buckets WHERE name = $1
