@@ -1,0 +1,453 @@
+//! The guarantees every backend must give, written once and run per backend.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant, SystemTime},
+};
+
+use outbox::{
+    backend::{RateBucketStore, TokenGrant},
+    enqueue_many,
+    prelude::*,
+    DeadLetterFilter, RateLimit, Relevance, RetrySchedule,
+};
+use serde::{Deserialize, Serialize};
+
+use super::harness::Harness;
+
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "conf.mail", key(n), max_attempts = 5)]
+pub struct Mail {
+    pub n: i64,
+}
+
+/// A different shape under the same tag: what an old deploy might have queued.
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "conf.mail")]
+struct OldMail {
+    number_as_text: String,
+}
+
+/// Handler calls, in order.
+#[derive(Default)]
+pub struct Calls(Mutex<Vec<(i64, Instant)>>);
+
+impl Calls {
+    pub fn record(&self, n: i64) -> usize {
+        let mut v = self.0.lock().unwrap();
+        v.push((n, Instant::now()));
+        v.iter().filter(|(m, _)| *m == n).count()
+    }
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+    pub fn times(&self, n: i64) -> Vec<Instant> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| *m == n)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+}
+
+type Ctx = MessageContext<Arc<Calls>>;
+
+async fn ok(m: Mail, ctx: Ctx) -> Result<(), HandlerError> {
+    ctx.state().record(m.n);
+    Ok(())
+}
+
+async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}
+
+fn outbox<H: Harness>(h: &H, calls: &Arc<Calls>) -> Outbox<H::Backend, Arc<Calls>> {
+    Outbox::with_state(h.backend(), Arc::clone(calls)).register::<Mail, _>(ok)
+}
+
+pub async fn atomic_enqueue<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    H::insert_user(&mut tx, 1).await;
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        (h.count_users().await, h.count_messages("conf.mail").await),
+        (0, 0),
+        "rollback leaves nothing"
+    );
+
+    let mut tx = h.pool().begin().await.unwrap();
+    H::insert_user(&mut tx, 1).await;
+    let r = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(matches!(r, Enqueued::New(_)));
+    assert_eq!(
+        (h.count_users().await, h.count_messages("conf.mail").await),
+        (1, 1),
+        "commit writes both"
+    );
+
+    let calls = Arc::new(Calls::default());
+    assert_eq!(
+        outbox(&h, &calls).drain().await.unwrap().counts.delivered,
+        1
+    );
+}
+
+pub async fn idempotent_in_one_transaction<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let first = Mail { n: 7 }.enqueue(&mut *tx).await.unwrap();
+    let second = Mail { n: 7 }.enqueue(&mut *tx).await.unwrap();
+    assert_eq!(
+        second,
+        Enqueued::Duplicate {
+            existing: first.id().clone()
+        }
+    );
+    H::insert_user(&mut tx, 7).await; // the transaction is still usable
+    tx.commit().await.unwrap();
+    assert_eq!(
+        (h.count_users().await, h.count_messages("conf.mail").await),
+        (1, 1)
+    );
+    let mut tx = h.pool().begin().await.unwrap();
+    let later = Mail { n: 7 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        later,
+        Enqueued::Duplicate {
+            existing: first.id().clone()
+        },
+        "a committed key stays taken"
+    );
+}
+
+pub async fn idempotent_across_concurrent_transactions<H: Harness>() {
+    for commit_first in [true, false] {
+        let h = Arc::new(H::new().await);
+        let mut a = h.pool().begin().await.unwrap();
+        let first = Mail { n: 9 }.enqueue(&mut *a).await.unwrap();
+        let other = Arc::clone(&h);
+        let b = tokio::spawn(async move {
+            let mut b = other.pool().begin().await.unwrap();
+            let r = Mail { n: 9 }.enqueue(&mut *b).await.unwrap(); // waits for A's outcome
+            b.commit().await.unwrap();
+            r
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if commit_first {
+            a.commit().await.unwrap();
+        } else {
+            a.rollback().await.unwrap();
+        }
+        let second = b.await.unwrap();
+        if commit_first {
+            assert_eq!(
+                second,
+                Enqueued::Duplicate {
+                    existing: first.id().clone()
+                },
+                "{}",
+                H::NAME
+            );
+        } else {
+            assert!(
+                matches!(second, Enqueued::New(_)),
+                "after A rolled back, B owns the key: {second:?}"
+            );
+        }
+        assert_eq!(h.count_messages("conf.mail").await, 1);
+    }
+}
+
+pub async fn delayed_message_waits<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let at = SystemTime::now();
+    Mail { n: 1 }
+        .enqueue_with(
+            &mut *tx,
+            EnqueueOptions::new().after(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let outbox = outbox(&h, &calls);
+    assert_eq!(
+        outbox.drain().await.unwrap().counts.delivered,
+        0,
+        "not due yet"
+    );
+    outbox
+        .run_until(async {
+            assert!(eventually(Duration::from_secs(10), || async { calls.len() == 1 }).await)
+        })
+        .await
+        .unwrap();
+    assert!(at.elapsed().unwrap() >= Duration::from_secs(2));
+}
+
+pub async fn durable_retry_schedule<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let schedule = RetrySchedule::fixed([Duration::from_secs(1), Duration::from_secs(2)]);
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls)).register_with::<Mail, _>(
+        |m: Mail, ctx: Ctx| async move {
+            match ctx.state().record(m.n) {
+                1 | 2 => Err(HandlerError::retry("451 later")),
+                _ => Ok(()),
+            }
+        },
+        QueueOptions::new().retry(schedule),
+    );
+    outbox
+        .run_until(async {
+            assert!(eventually(Duration::from_secs(15), || async { calls.len() == 3 }).await)
+        })
+        .await
+        .unwrap();
+    let t = calls.times(1);
+    let (g1, g2) = (t[1] - t[0], t[2] - t[1]);
+    println!("{}: attempts at 0, +{g1:?}, +{g2:?}", H::NAME);
+    assert!(
+        g1 >= Duration::from_secs(1) && g1 < Duration::from_millis(2_500),
+        "{g1:?}"
+    );
+    assert!(
+        g2 >= Duration::from_secs(2) && g2 < Duration::from_millis(3_500),
+        "{g2:?}"
+    );
+}
+
+pub async fn dead_letters_and_requeue<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let bad = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    OldMail {
+        number_as_text: "2".into(),
+    }
+    .enqueue(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let reject = Outbox::with_state(h.backend(), Arc::clone(&calls)).register::<Mail, _>(
+        |_: Mail, _: Ctx| async { Err::<(), _>(HandlerError::permanent("550 rejected")) },
+    );
+    let report = reject.drain().await.unwrap();
+    assert_eq!(
+        report.counts.given_up, 2,
+        "a permanent error and an undecodable payload"
+    );
+    let dead = reject.admin().dead_letters();
+    let letters = dead
+        .list(&DeadLetterFilter::type_tag("conf.mail"), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(letters.len(), 2);
+    assert!(letters
+        .iter()
+        .any(|l| l.last_error.contains("550 rejected") && l.attempts == 1));
+    assert!(letters
+        .iter()
+        .any(|l| l.last_error.contains("does not decode")));
+    assert_eq!(
+        h.count_messages("conf.mail").await,
+        0,
+        "moved out of the queue"
+    );
+
+    assert!(dead.requeue(bad.id()).await.unwrap());
+    assert_eq!(
+        outbox(&h, &calls).drain().await.unwrap().counts.delivered,
+        1,
+        "requeued and delivered"
+    );
+    assert_eq!(dead.count(&DeadLetterFilter::all()).await.unwrap(), 1);
+    assert_eq!(
+        dead.purge_older_than(SystemTime::now() + Duration::from_secs(1))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(dead.count(&DeadLetterFilter::all()).await.unwrap(), 0);
+}
+
+pub async fn orphans_are_dropped<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let mails: Vec<Mail> = (1..=4).map(|n| Mail { n }).collect();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let outbox = outbox(&h, &calls).orphan_check::<Mail, _, _, _, _>(|m, _| async move {
+        Ok::<_, std::io::Error>(if m.n % 2 == 0 {
+            Relevance::Relevant
+        } else {
+            Relevance::Orphan("gone".into())
+        })
+    });
+    let report = outbox.drain().await.unwrap();
+    assert_eq!((report.counts.delivered, report.counts.orphaned), (2, 2));
+    assert_eq!(calls.len(), 2, "the handler never saw an orphan");
+}
+
+pub async fn pause_and_resume<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let mails: Vec<Mail> = (1..=5).map(|n| Mail { n }).collect();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let outbox = outbox(&h, &calls);
+    outbox
+        .admin()
+        .pause("conf.mail", "checking the text")
+        .await
+        .unwrap();
+    outbox
+        .run_until(async {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            assert_eq!(calls.len(), 0, "a paused type started messages");
+            assert!(outbox.admin().resume("conf.mail").await.unwrap());
+            assert!(eventually(Duration::from_secs(5), || async { calls.len() == 5 }).await);
+        })
+        .await
+        .unwrap();
+}
+
+pub async fn shared_rate_bucket<H: Harness>() {
+    let h = H::new().await;
+    let backend = h.backend();
+    let t0 = 2_000_000_000.0;
+    let admin = Outbox::new(backend.clone()).admin();
+    admin
+        .set_rate_limit("conf", RateLimit::per_second(4.0).burst(2))
+        .await
+        .unwrap();
+    // set_rate_limit stamps the bucket with the real clock; take at later, controlled times.
+    for _ in 0..2 {
+        assert_eq!(
+            backend.take_token("conf", t0).await.unwrap(),
+            TokenGrant::Granted
+        );
+    }
+    let TokenGrant::Wait(w) = backend.take_token("conf", t0).await.unwrap() else {
+        panic!("past the burst")
+    };
+    assert!((w.as_secs_f64() - 0.25).abs() < 1e-6, "{w:?}");
+    assert_eq!(
+        backend.take_token("conf", t0 + 0.25).await.unwrap(),
+        TokenGrant::Granted
+    );
+    assert_eq!(
+        backend.take_token("missing", t0).await.unwrap(),
+        TokenGrant::NoSuchBucket
+    );
+
+    // Through the worker: 12 messages at 10/s with burst 2 take about a second.
+    let mut tx = h.pool().begin().await.unwrap();
+    let mails: Vec<Mail> = (1..=12).map(|n| Mail { n }).collect();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .rate_limit("mail", RateLimit::per_second(10.0).burst(2))
+        .register_with::<Mail, _>(ok, QueueOptions::new().rate_limit("mail"));
+    let started = Instant::now();
+    outbox.drain().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(calls.len(), 12);
+    let starts: Vec<Instant> = calls.0.lock().unwrap().iter().map(|c| c.1).collect();
+    let first = starts[0];
+    for (i, s) in starts.iter().enumerate() {
+        let allowed = 2.0 + 10.0 * (*s - first).as_secs_f64() + 0.2; // 20 ms of recording slack
+        assert!(
+            (i + 1) as f64 <= allowed,
+            "start {} came {:?} after the first",
+            i + 1,
+            *s - first
+        );
+    }
+    println!("{}: 12 messages through a 10/s bucket in {took:?}", H::NAME);
+}
+
+pub async fn status_counts<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    Mail { n: 3 }
+        .enqueue_with(
+            &mut *tx,
+            EnqueueOptions::new().after(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let outbox =
+        Outbox::new(h.backend()).register::<Mail, _>(|m: Mail, _: MessageContext| async move {
+            if m.n == 1 {
+                Ok(())
+            } else {
+                Err(HandlerError::permanent("no"))
+            }
+        });
+    outbox.drain().await.unwrap();
+    let mut tx = h.pool().begin().await.unwrap();
+    Mail { n: 4 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let c = outbox.admin().status_counts().await.unwrap().remove(0);
+    assert_eq!(
+        (
+            c.pending,
+            c.scheduled,
+            c.running,
+            c.retrying,
+            c.done,
+            c.dead
+        ),
+        (1, 1, 0, 0, 1, 1),
+        "{c:?}"
+    );
+}
+
+pub async fn fan_out_ten_thousand<H: Harness>() {
+    let h = H::new().await;
+    let mails: Vec<Mail> = (0..10_000).map(|n| Mail { n }).collect();
+    let mut tx = h.pool().begin().await.unwrap();
+    let started = Instant::now();
+    let done = enqueue_many(&mut *tx, &mails).await.unwrap();
+    let took = started.elapsed();
+    let again = enqueue_many(&mut *tx, &mails[..5]).await.unwrap();
+    tx.commit().await.unwrap();
+    println!(
+        "{}: enqueue_many of 10,000 in one transaction took {took:?}",
+        H::NAME
+    );
+    assert!(done.iter().all(|r| !r.is_duplicate()));
+    assert!(again.iter().zip(&done).all(|(a, d)| *a
+        == Enqueued::Duplicate {
+            existing: d.id().clone()
+        }));
+    assert_eq!(h.count_messages("conf.mail").await, 10_000);
+}

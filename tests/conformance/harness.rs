@@ -1,0 +1,472 @@
+//! One harness per backend: a fresh, isolated database per test (a temp SQLite file, or a
+//! new database on the PostgreSQL / MariaDB server), the application's `users` table, and
+//! the few probes the generic cases need. A server that cannot be reached fails the test
+//! with the URL and how to point the suite elsewhere; nothing is skipped.
+#![allow(dead_code)]
+
+use futures::future::BoxFuture;
+use outbox::backend::Backend;
+
+/// A fresh database for one test, on one backend.
+#[allow(async_fn_in_trait)]
+pub trait Harness: Sized + Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: sqlx::Database<Connection: outbox::EnqueueConnection>;
+    /// The outbox backend.
+    type Backend: Backend;
+    /// "sqlite", "postgres" or "mysql".
+    const NAME: &'static str;
+
+    /// A new, migrated database with the application's tables.
+    async fn new() -> Self;
+    /// Reconnects to the database at `url` (in a child process).
+    async fn attach(url: &str) -> Self;
+    /// The application's pool.
+    fn pool(&self) -> &sqlx::Pool<Self::Db>;
+    /// The outbox backend over that pool.
+    fn backend(&self) -> Self::Backend;
+    /// The URL child processes connect to.
+    fn url(&self) -> String;
+
+    /// Inserts a business row in the caller's transaction.
+    fn insert_user<'c>(
+        conn: &'c mut <Self::Db as sqlx::Database>::Connection,
+        id: i64,
+    ) -> BoxFuture<'c, ()>;
+    /// Business rows.
+    async fn count_users(&self) -> i64;
+    /// Queued rows of one type, whatever their status.
+    async fn count_messages(&self, type_tag: &str) -> i64;
+    /// Attempts recorded on a queued message.
+    async fn attempts(&self, id: &str) -> i64;
+    /// Records that `id` was handled, in table `deliveries`.
+    fn record_delivery(&self, id: &str) -> impl std::future::Future<Output = ()> + Send;
+    /// (message id, process id) of every recorded delivery.
+    async fn deliveries(&self) -> Vec<(String, i64)>;
+}
+
+/// The URL of a server, from `var` or the default, with the database name replaced.
+pub fn server_url(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_owned())
+}
+
+/// `url` with its database (the last path segment) replaced by `db`.
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let cut = base.rfind('/').expect("a database URL has a path");
+    let mut out = format!("{}/{db}", &base[..cut]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+/// A database name unique to this test.
+pub fn fresh_name() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "outbox_t_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Drops a server-side test database from a plain thread (usable from `Drop`).
+pub fn drop_database_later(admin_url: String, statement: String) {
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            use sqlx::{Connection, Executor};
+            if admin_url.starts_with("postgres") {
+                if let Ok(mut c) = sqlx::PgConnection::connect(&admin_url).await {
+                    let _ = c
+                        .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone())))
+                        .await;
+                }
+            } else if let Ok(mut c) = sqlx::MySqlConnection::connect(&admin_url).await {
+                let _ = c
+                    .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone())))
+                    .await;
+            }
+        });
+    })
+    .join();
+}
+
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteHarness;
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use outbox::{sqlite, SqliteBackend};
+    use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+
+    /// A SQLite file in a temporary directory.
+    pub struct SqliteHarness {
+        pool: SqlitePool,
+        url: String,
+        _dir: Option<tempfile::TempDir>,
+    }
+
+    impl Harness for SqliteHarness {
+        type Db = Sqlite;
+        type Backend = SqliteBackend;
+        const NAME: &'static str = "sqlite";
+
+        async fn new() -> Self {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = format!("sqlite://{}", dir.path().join("conformance.db").display());
+            let mut h = Self::attach(&url).await;
+            outbox::Outbox::new(h.backend())
+                .migrate()
+                .await
+                .expect("migrate");
+            for ddl in [
+                "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL)",
+                "CREATE TABLE deliveries (id TEXT NOT NULL, pid INTEGER NOT NULL)",
+            ] {
+                sqlx::query(ddl)
+                    .execute(&h.pool)
+                    .await
+                    .expect("create table");
+            }
+            h._dir = Some(dir);
+            h
+        }
+
+        async fn attach(url: &str) -> Self {
+            let pool = sqlite::connect(url).await.expect("open SQLite file");
+            Self {
+                pool,
+                url: url.to_owned(),
+                _dir: None,
+            }
+        }
+
+        fn pool(&self) -> &SqlitePool {
+            &self.pool
+        }
+        fn backend(&self) -> SqliteBackend {
+            SqliteBackend::new(self.pool.clone())
+        }
+        fn url(&self) -> String {
+            self.url.clone()
+        }
+
+        fn insert_user<'c>(conn: &'c mut SqliteConnection, id: i64) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO users (id, email) VALUES (?, 'u@example.test')")
+                    .bind(id)
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            })
+        }
+        async fn count_users(&self) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn count_messages(&self, type_tag: &str) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM Jobs WHERE job_type = ?")
+                .bind(type_tag)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn attempts(&self, id: &str) -> i64 {
+            sqlx::query_scalar("SELECT attempts FROM Jobs WHERE id = ?")
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn record_delivery(&self, id: &str) {
+            sqlx::query("INSERT INTO deliveries (id, pid) VALUES (?, ?)")
+                .bind(id)
+                .bind(i64::from(std::process::id()))
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+        async fn deliveries(&self) -> Vec<(String, i64)> {
+            sqlx::query_as("SELECT id, pid FROM deliveries")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresHarness;
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use outbox::PostgresBackend;
+    use sqlx::{PgConnection, PgPool, Postgres};
+
+    /// The server the suite uses; override with `OUTBOX_TEST_POSTGRES_URL`.
+    pub fn admin_url() -> String {
+        server_url("OUTBOX_TEST_POSTGRES_URL", outbox::postgres::DEFAULT_URL)
+    }
+
+    /// A new database on the PostgreSQL server, dropped when the harness is.
+    pub struct PostgresHarness {
+        pool: PgPool,
+        url: String,
+        owned: Option<String>,
+    }
+
+    impl Drop for PostgresHarness {
+        fn drop(&mut self) {
+            if let Some(db) = self.owned.take() {
+                drop_database_later(
+                    admin_url(),
+                    format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+                );
+            }
+        }
+    }
+
+    impl Harness for PostgresHarness {
+        type Db = Postgres;
+        type Backend = PostgresBackend;
+        const NAME: &'static str = "postgres";
+
+        async fn new() -> Self {
+            use sqlx::{Connection, Executor};
+            let admin = admin_url();
+            let db = fresh_name();
+            let mut c = PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+                panic!("PostgreSQL at {admin} is unreachable ({e}); start it or set OUTBOX_TEST_POSTGRES_URL")
+            });
+            c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "CREATE DATABASE {db}"
+            ))))
+            .await
+            .expect("create test database");
+            let mut h = Self::attach(&with_database(&admin, &db)).await;
+            h.owned = Some(db);
+            outbox::Outbox::new(h.backend())
+                .migrate()
+                .await
+                .expect("migrate");
+            for ddl in [
+                "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL)",
+                "CREATE TABLE deliveries (id TEXT NOT NULL, pid BIGINT NOT NULL)",
+            ] {
+                sqlx::query(ddl)
+                    .execute(&h.pool)
+                    .await
+                    .expect("create table");
+            }
+            h
+        }
+
+        async fn attach(url: &str) -> Self {
+            let pool = outbox::postgres::connect(url)
+                .await
+                .expect("connect to the test database");
+            Self {
+                pool,
+                url: url.to_owned(),
+                owned: None,
+            }
+        }
+
+        fn pool(&self) -> &PgPool {
+            &self.pool
+        }
+        fn backend(&self) -> PostgresBackend {
+            PostgresBackend::new(self.pool.clone())
+        }
+        fn url(&self) -> String {
+            self.url.clone()
+        }
+
+        fn insert_user<'c>(conn: &'c mut PgConnection, id: i64) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO users (id, email) VALUES ($1, 'u@example.test')")
+                    .bind(id)
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            })
+        }
+        async fn count_users(&self) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn count_messages(&self, type_tag: &str) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM apalis.jobs WHERE job_type = $1")
+                .bind(type_tag)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn attempts(&self, id: &str) -> i64 {
+            let n: i32 = sqlx::query_scalar("SELECT attempts FROM apalis.jobs WHERE id = $1")
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+            i64::from(n)
+        }
+        async fn record_delivery(&self, id: &str) {
+            sqlx::query("INSERT INTO deliveries (id, pid) VALUES ($1, $2)")
+                .bind(id)
+                .bind(i64::from(std::process::id()))
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+        async fn deliveries(&self) -> Vec<(String, i64)> {
+            sqlx::query_as("SELECT id, pid FROM deliveries")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+    }
+}
+
+#[cfg(feature = "mysql")]
+pub use mysql::MySqlHarness;
+#[cfg(feature = "mysql")]
+mod mysql {
+    use super::*;
+    use outbox::MySqlBackend;
+    use sqlx::{MySql, MySqlConnection, MySqlPool};
+
+    /// The server the suite uses; override with `OUTBOX_TEST_MYSQL_URL`.
+    pub fn admin_url() -> String {
+        server_url("OUTBOX_TEST_MYSQL_URL", outbox::mysql::DEFAULT_URL)
+    }
+
+    /// A new database on the MariaDB/MySQL server, dropped when the harness is.
+    pub struct MySqlHarness {
+        pool: MySqlPool,
+        url: String,
+        owned: Option<String>,
+    }
+
+    impl Drop for MySqlHarness {
+        fn drop(&mut self) {
+            if let Some(db) = self.owned.take() {
+                drop_database_later(admin_url(), format!("DROP DATABASE IF EXISTS {db}"));
+            }
+        }
+    }
+
+    impl Harness for MySqlHarness {
+        type Db = MySql;
+        type Backend = MySqlBackend;
+        const NAME: &'static str = "mysql";
+
+        async fn new() -> Self {
+            use sqlx::{Connection, Executor};
+            let admin = admin_url();
+            let db = fresh_name();
+            let mut c = MySqlConnection::connect(&admin).await.unwrap_or_else(|e| {
+                panic!("MariaDB/MySQL at {admin} is unreachable ({e}); start it or set OUTBOX_TEST_MYSQL_URL")
+            });
+            c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "CREATE DATABASE {db}"
+            ))))
+            .await
+            .expect("create test database");
+            let mut h = Self::attach(&with_database(&admin, &db)).await;
+            h.owned = Some(db);
+            outbox::Outbox::new(h.backend())
+                .migrate()
+                .await
+                .expect("migrate");
+            for ddl in [
+                "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL)",
+                "CREATE TABLE deliveries (id VARCHAR(36) NOT NULL, pid BIGINT NOT NULL)",
+            ] {
+                sqlx::query(ddl)
+                    .execute(&h.pool)
+                    .await
+                    .expect("create table");
+            }
+            h
+        }
+
+        async fn attach(url: &str) -> Self {
+            let pool = outbox::mysql::connect(url)
+                .await
+                .expect("connect to the test database");
+            Self {
+                pool,
+                url: url.to_owned(),
+                owned: None,
+            }
+        }
+
+        fn pool(&self) -> &MySqlPool {
+            &self.pool
+        }
+        fn backend(&self) -> MySqlBackend {
+            MySqlBackend::new(self.pool.clone())
+        }
+        fn url(&self) -> String {
+            self.url.clone()
+        }
+
+        fn insert_user<'c>(conn: &'c mut MySqlConnection, id: i64) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO users (id, email) VALUES (?, 'u@example.test')")
+                    .bind(id)
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            })
+        }
+        async fn count_users(&self) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn count_messages(&self, type_tag: &str) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM outbox_jobs WHERE job_type = ?")
+                .bind(type_tag)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn attempts(&self, id: &str) -> i64 {
+            let n: i32 = sqlx::query_scalar("SELECT attempts FROM outbox_jobs WHERE id = ?")
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+            i64::from(n)
+        }
+        async fn record_delivery(&self, id: &str) {
+            sqlx::query("INSERT INTO deliveries (id, pid) VALUES (?, ?)")
+                .bind(id)
+                .bind(i64::from(std::process::id()))
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+        async fn deliveries(&self) -> Vec<(String, i64)> {
+            sqlx::query_as("SELECT id, pid FROM deliveries")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The backend conformance suite: the same cases on SQLite, PostgreSQL and MariaDB/MySQL,
+//! for every backend feature enabled. Server URLs: `OUTBOX_TEST_POSTGRES_URL`
+//! (default `postgres://postgres@127.0.0.1:5432/test`) and `OUTBOX_TEST_MYSQL_URL`
+//! (default `mysql://root@127.0.0.1:3306/test`); each test creates and drops its own
+//! database there. An unreachable server fails the tests loudly.
+
+mod cases;
+mod harness;
+mod processes;
+
+/// One test per case for a backend.
+macro_rules! conformance {
+    ($backend:ident, $harness:ty, $feature:literal) => {
+        #[cfg(feature = $feature)]
+        mod $backend {
+            use super::{cases, harness, processes};
+            type H = $harness;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn atomic_enqueue() {
+                cases::atomic_enqueue::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn idempotent_in_one_transaction() {
+                cases::idempotent_in_one_transaction::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn idempotent_across_concurrent_transactions() {
+                cases::idempotent_across_concurrent_transactions::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn delayed_message_waits() {
+                cases::delayed_message_waits::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn durable_retry_schedule() {
+                cases::durable_retry_schedule::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn dead_letters_and_requeue() {
+                cases::dead_letters_and_requeue::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn orphans_are_dropped() {
+                cases::orphans_are_dropped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn pause_and_resume() {
+                cases::pause_and_resume::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn shared_rate_bucket() {
+                cases::shared_rate_bucket::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn status_counts() {
+                cases::status_counts::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fan_out_ten_thousand() {
+                cases::fan_out_ten_thousand::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn three_processes_deliver_each_exactly_once() {
+                processes::three_processes_deliver_each_exactly_once::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn killed_workers_messages_are_delivered_by_another() {
+                processes::killed_workers_messages_are_delivered_by_another::<H>().await
+            }
+            #[allow(unused_imports)]
+            use harness::Harness as _;
+        }
+    };
+}
+
+conformance!(sqlite, harness::SqliteHarness, "sqlite");
+conformance!(postgres, harness::PostgresHarness, "postgres");
+conformance!(mysql, harness::MySqlHarness, "mysql");
+
+/// A worker process started by the process-level cases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "started by the process-level conformance cases"]
+async fn child_worker() {
+    let (Ok(role), Ok(backend), Ok(url)) = (
+        std::env::var("OUTBOX_CONF_ROLE"),
+        std::env::var("OUTBOX_CONF_BACKEND"),
+        std::env::var("OUTBOX_CONF_URL"),
+    ) else {
+        return;
+    };
+    match backend.as_str() {
+        #[cfg(feature = "sqlite")]
+        "sqlite" => processes::child::<harness::SqliteHarness>(&role, &url).await,
+        #[cfg(feature = "postgres")]
+        "postgres" => processes::child::<harness::PostgresHarness>(&role, &url).await,
+        #[cfg(feature = "mysql")]
+        "mysql" => processes::child::<harness::MySqlHarness>(&role, &url).await,
+        other => panic!("unknown backend {other}"),
+    }
+}
