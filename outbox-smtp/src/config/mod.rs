@@ -1,0 +1,151 @@
+//! How and where mail is delivered: SMTP (from a URL or a struct), or a development
+//! transport that writes files or logs.
+//!
+//! Failure modes: a URL or setting that cannot work is refused when the [`Mailer`](crate::Mailer)
+//! is built, with a [`ConfigError`](crate::ConfigError) that names the setting and never
+//! contains the password. Nothing here touches the network.
+
+mod smtp;
+mod url;
+
+use std::{fmt, path::PathBuf};
+
+pub use smtp::{Credentials, Security, SmtpConfig};
+
+use crate::{ConfigError, TestRedirect};
+
+/// Where the mailer sends mail.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Transport {
+    /// An SMTP server.
+    Smtp(SmtpConfig),
+    /// A directory: each message becomes `<message id>.eml` (development).
+    File(PathBuf),
+    /// The log: each message is logged through `tracing` at INFO (development).
+    Log,
+}
+
+/// Everything a [`Mailer`](crate::Mailer) needs: the transport, the Message-ID domain
+/// and the test-mode redirect.
+///
+/// `Display` shows the configuration as a URL with the password replaced by `***`; `Debug`
+/// hides it too.
+#[derive(Debug, Clone)]
+pub struct MailerConfig {
+    pub(crate) transport: Transport,
+    pub(crate) message_id_domain: Option<String>,
+    pub(crate) redirect: Option<TestRedirect>,
+}
+
+impl MailerConfig {
+    /// Reads a configuration from a URL:
+    ///
+    /// * `smtp://user:password@host:587` — STARTTLS when the server offers it
+    ///   (`?tls=required` insists on it, `?tls=none` never upgrades);
+    /// * `smtps://user:password@host:465` — TLS from the first byte;
+    /// * `file:///var/mail/outbox` or `file://relative/dir` — `.eml` files;
+    /// * `log://` — log lines.
+    ///
+    /// Query parameters (SMTP): `pool=4`, `helo=mail.example.com`, `connect_timeout=10s`,
+    /// `timeout=60s` (each command), `idle_timeout=60s`, `ca_file=/path/ca.pem` (an extra
+    /// trusted root). For every transport: `message_id_domain=example.com`,
+    /// `test_redirect=qa@example.com` or `test_redirect_domain=test.example.com`, and
+    /// `test_redirect_only=tag1,tag2`. User and password are percent-decoded.
+    pub fn from_url(url: &str) -> Result<Self, ConfigError> {
+        url::parse(url)
+    }
+
+    /// Sends through SMTP.
+    pub fn smtp(config: SmtpConfig) -> Self {
+        Self::with_transport(Transport::Smtp(config))
+    }
+
+    /// Writes each message into `dir` as `<message id>.eml` (created if missing).
+    pub fn file(dir: impl Into<PathBuf>) -> Self {
+        Self::with_transport(Transport::File(dir.into()))
+    }
+
+    /// Logs each message instead of sending it.
+    pub fn log() -> Self {
+        Self::with_transport(Transport::Log)
+    }
+
+    /// Uses `transport`.
+    pub fn with_transport(transport: Transport) -> Self {
+        Self {
+            transport,
+            message_id_domain: None,
+            redirect: None,
+        }
+    }
+
+    /// The domain of generated Message-IDs (`<ulid@domain>`); default: the domain of each
+    /// email's sender.
+    pub fn message_id_domain(mut self, domain: impl Into<String>) -> Self {
+        self.message_id_domain = Some(domain.into());
+        self
+    }
+
+    /// Rewrites recipients for testing (default: off); see [`TestRedirect`].
+    pub fn test_redirect(mut self, redirect: TestRedirect) -> Self {
+        self.redirect = Some(redirect);
+        self
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Explains a setting that cannot work.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        if let Some(domain) = &self.message_id_domain {
+            let ok = !domain.is_empty()
+                && domain
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+            if !ok {
+                return Err(ConfigError::new(
+                    "message_id_domain",
+                    format!(
+                        "{domain:?} is not a domain name of ASCII letters, digits, '.' and '-'"
+                    ),
+                ));
+            }
+        }
+        if let Some(redirect) = &self.redirect {
+            redirect.check()?;
+        }
+        match &self.transport {
+            Transport::Smtp(smtp) => smtp.check(),
+            Transport::File(dir) if dir.as_os_str().is_empty() => Err(ConfigError::new(
+                "file",
+                "the directory is empty; write file:///absolute/dir or file://relative/dir",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for MailerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = '?';
+        match &self.transport {
+            Transport::Smtp(smtp) => {
+                fmt::Display::fmt(smtp, f)?;
+                sep = '&';
+            }
+            Transport::File(dir) => write!(f, "file://{}", dir.display())?,
+            Transport::Log => f.write_str("log://")?,
+        }
+        if let Some(domain) = &self.message_id_domain {
+            write!(f, "{sep}message_id_domain={domain}")?;
+            sep = '&';
+        }
+        if let Some(redirect) = &self.redirect {
+            write!(f, "{sep}{redirect}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,270 @@
+//! Reading a [`MailerConfig`] from a URL. Errors never quote the URL (it may hold a
+//! password), only the part that is wrong.
+
+use std::{path::PathBuf, time::Duration};
+
+use super::{MailerConfig, Security, SmtpConfig, Transport};
+use crate::{ConfigError, TestRedirect};
+
+/// Query parameters every transport accepts.
+const COMMON: &str = "message_id_domain, test_redirect, test_redirect_domain, test_redirect_only";
+/// Query parameters only SMTP accepts.
+const SMTP_ONLY: &str = "tls, pool, helo, connect_timeout, timeout, idle_timeout, ca_file";
+
+pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
+    let text = text.trim();
+    let (scheme, rest) = text.split_once("://").ok_or_else(|| {
+        ConfigError::new(
+            "url",
+            "expected scheme://..., e.g. smtp://user:password@host:587, smtps://host, \
+             file:///path/to/dir or log://",
+        )
+    })?;
+    let (before_query, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, q),
+        None => (rest, ""),
+    };
+    let params: Vec<(String, String)> = ::url::form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let config = match scheme.to_ascii_lowercase().as_str() {
+        "smtp" | "smtps" => smtp(text, scheme == "smtps")?,
+        "file" => {
+            if before_query.is_empty() {
+                return Err(ConfigError::new(
+                    "url",
+                    "file:// needs a directory: file:///absolute/dir or file://relative/dir",
+                ));
+            }
+            MailerConfig::file(PathBuf::from(before_query))
+        }
+        "log" => {
+            if !before_query.is_empty() {
+                return Err(ConfigError::new(
+                    "url",
+                    "log:// takes no host or path; write log://",
+                ));
+            }
+            MailerConfig::log()
+        }
+        other => {
+            return Err(ConfigError::new(
+                "url",
+                format!("unknown scheme {other:?}; use smtp, smtps, file or log"),
+            ))
+        }
+    };
+    apply_params(config, &params)
+}
+
+/// The SMTP part: scheme, credentials, host and port. Query parameters come later.
+fn smtp(text: &str, implicit: bool) -> Result<MailerConfig, ConfigError> {
+    let url = ::url::Url::parse(text)
+        .map_err(|e| ConfigError::new("url", format!("not a valid SMTP URL: {e}")))?;
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| ConfigError::new("host", "the URL has no host: smtp://host:587"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !url.path().is_empty() && url.path() != "/" {
+        return Err(ConfigError::new(
+            "url",
+            "an SMTP URL has no path; put settings in the query (?pool=8)",
+        ));
+    }
+    let mut smtp = SmtpConfig::new(host);
+    if implicit {
+        smtp = smtp.security(Security::Implicit);
+    }
+    if let Some(port) = url.port() {
+        smtp = smtp.port(port);
+    }
+    if !url.username().is_empty() {
+        let user = decode(url.username(), "user")?;
+        let password = decode(url.password().unwrap_or(""), "password")?;
+        smtp = smtp.credentials(user, password);
+    }
+    Ok(MailerConfig::smtp(smtp))
+}
+
+fn decode(part: &str, what: &str) -> Result<String, ConfigError> {
+    percent_encoding::percent_decode_str(part)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ConfigError::new(what, "is not UTF-8 after percent-decoding"))
+}
+
+fn apply_params(
+    mut config: MailerConfig,
+    params: &[(String, String)],
+) -> Result<MailerConfig, ConfigError> {
+    let mut redirect: Option<TestRedirect> = None;
+    let mut only: Option<Vec<String>> = None;
+    for (key, value) in params {
+        match (key.as_str(), &mut config.transport) {
+            ("message_id_domain", _) => config.message_id_domain = Some(value.clone()),
+            ("test_redirect", _) => redirect = Some(TestRedirect::to_address(value)),
+            ("test_redirect_domain", _) => redirect = Some(TestRedirect::to_domain(value)),
+            ("test_redirect_only", _) => {
+                only = Some(
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect(),
+                )
+            }
+            (_, Transport::Smtp(smtp)) => smtp_param(smtp, key, value)?,
+            _ => {
+                return Err(ConfigError::new(
+                    key,
+                    format!("unknown parameter for this transport; accepted: {COMMON}"),
+                ))
+            }
+        }
+    }
+    match (redirect, only) {
+        (Some(r), Some(only)) => config.redirect = Some(r.only(only)),
+        (Some(r), None) => config.redirect = Some(r),
+        (None, Some(_)) => {
+            return Err(ConfigError::new(
+                "test_redirect_only",
+                "needs test_redirect or test_redirect_domain",
+            ))
+        }
+        (None, None) => {}
+    }
+    Ok(config)
+}
+
+fn smtp_param(smtp: &mut SmtpConfig, key: &str, value: &str) -> Result<(), ConfigError> {
+    match key {
+        "tls" => {
+            smtp.security = match (value, smtp.security) {
+                (_, Security::Implicit) => {
+                    return Err(ConfigError::new(
+                        "tls",
+                        "smtps:// always uses TLS; use smtp:// with ?tls=... for STARTTLS",
+                    ))
+                }
+                ("opportunistic", _) => Security::Opportunistic,
+                ("required", _) => Security::StartTlsRequired,
+                ("none", _) => Security::None,
+                _ => {
+                    return Err(ConfigError::new(
+                        "tls",
+                        format!("{value:?} is not one of opportunistic, required, none"),
+                    ))
+                }
+            }
+        }
+        "pool" => {
+            smtp.pool_size = value
+                .parse()
+                .map_err(|_| ConfigError::new("pool", format!("{value:?} is not a whole number")))?
+        }
+        "helo" => smtp.hello_name = Some(value.to_owned()),
+        "connect_timeout" => smtp.connect_timeout = duration(key, value)?,
+        "timeout" => smtp.command_timeout = duration(key, value)?,
+        "idle_timeout" => smtp.idle_timeout = duration(key, value)?,
+        "ca_file" => {
+            let pem = std::fs::read(value)
+                .map_err(|e| ConfigError::new("ca_file", format!("cannot read {value:?}: {e}")))?;
+            smtp.root_certificates
+                .push(super::smtp::RootCertificate(pem));
+        }
+        _ => {
+            return Err(ConfigError::new(
+                key,
+                format!("unknown parameter; accepted: {SMTP_ONLY}, {COMMON}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `500ms`, `10s`, `2m`, `1h`, or a number of seconds.
+fn duration(key: &str, value: &str) -> Result<Duration, ConfigError> {
+    let bad = || {
+        ConfigError::new(
+            key,
+            format!("{value:?} is not a duration such as 500ms, 10s, 2m or 1h"),
+        )
+    };
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    Ok(match &value[digits.len()..] {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(bad()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smtp_of(url: &str) -> SmtpConfig {
+        match parse(url).unwrap().transport {
+            Transport::Smtp(s) => s,
+            other => panic!("not smtp: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn smtp_urls() {
+        let s = smtp_of("smtp://user%40x:p%40ss+w@mail.example.com?tls=required&pool=8&timeout=5s");
+        assert_eq!(s.host, "mail.example.com");
+        assert_eq!(s.effective_port(), 587);
+        assert_eq!(s.security, Security::StartTlsRequired);
+        assert_eq!(s.pool_size, 8);
+        assert_eq!(s.command_timeout, Duration::from_secs(5));
+        let c = s.credentials.unwrap();
+        assert_eq!((c.user.as_str(), c.password.as_str()), ("user@x", "p@ss+w"));
+
+        let s = smtp_of("smtps://mail.example.com");
+        assert_eq!((s.security, s.effective_port()), (Security::Implicit, 465));
+        let s = smtp_of("smtp://127.0.0.1:2525?tls=none&connect_timeout=500ms&helo=me.example");
+        assert_eq!(s.effective_port(), 2525);
+        assert_eq!(s.connect_timeout, Duration::from_millis(500));
+        assert_eq!(s.hello_name.as_deref(), Some("me.example"));
+    }
+
+    #[test]
+    fn dev_urls() {
+        assert!(matches!(parse("log://").unwrap().transport, Transport::Log));
+        match parse("file://mail-out?message_id_domain=x.example").unwrap() {
+            MailerConfig {
+                transport: Transport::File(dir),
+                message_id_domain,
+                ..
+            } => {
+                assert_eq!(dir, PathBuf::from("mail-out"));
+                assert_eq!(message_id_domain.as_deref(), Some("x.example"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse("file:///tmp/outbox").unwrap().transport {
+            Transport::File(dir) => assert_eq!(dir, PathBuf::from("/tmp/outbox")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        for (url, setting) in [
+            ("ftp://x", "url"),
+            ("smtp://h?tls=maybe", "tls"),
+            ("smtp://h?pool=many", "pool"),
+            ("smtp://h?bogus=1", "bogus"),
+            ("log://?pool=1", "pool"),
+            ("smtp://h?timeout=5x", "timeout"),
+            ("smtps://h?tls=none", "tls"),
+        ] {
+            assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
+        }
+    }
+}

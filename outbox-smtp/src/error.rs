@@ -1,0 +1,237 @@
+//! What can go wrong: a configuration that cannot work ([`ConfigError`]) and a send that
+//! failed ([`SendError`]), classified for the outbox's retry policy.
+//!
+//! Classification (see [`SendError::is_permanent`]):
+//!
+//! | failure | outcome |
+//! |---|---|
+//! | 4xx reply at any stage, connection refused or dropped, TLS failure, timeout | retried |
+//! | any failure while opening the connection (greeting, EHLO, STARTTLS, AUTH), also 5xx | retried: it is about the server or the configuration, not this message |
+//! | 5xx reply to MAIL FROM, DATA or the message data | permanent (dead letter), with the server's reply text |
+//! | every recipient refused | permanent if every refusal was 5xx, else retried |
+//! | an invalid email (checked again before sending) | permanent |
+//! | the server cannot take the message (SMTPUTF8 needed, not offered) | permanent |
+//! | writing an `.eml` file failed | retried |
+//!
+//! No error ever contains the SMTP password.
+
+use std::{fmt, path::PathBuf, time::Duration};
+
+use outbox_core::{HandlerError, InvalidMessage};
+
+/// A mail configuration that cannot work; says which setting and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mail configuration, setting `{setting}`: {reason}")]
+pub struct ConfigError {
+    /// The setting or URL part at fault (`url`, `tls`, `pool`, ...).
+    pub setting: String,
+    /// What is wrong and what to do.
+    pub reason: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(setting: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            setting: setting.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where in the SMTP conversation something failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Opening the TCP connection, reading the greeting, EHLO.
+    Connect,
+    /// The TLS handshake (implicit TLS or STARTTLS).
+    Tls,
+    /// Authentication.
+    Auth,
+    /// `MAIL FROM`.
+    MailFrom,
+    /// `RCPT TO`.
+    RcptTo,
+    /// `DATA`.
+    Data,
+    /// Sending the message data and reading the final reply.
+    Message,
+}
+
+impl Stage {
+    /// True for the stages of one message's transaction (after the connection is set up).
+    fn in_transaction(self) -> bool {
+        matches!(
+            self,
+            Stage::MailFrom | Stage::RcptTo | Stage::Data | Stage::Message
+        )
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Connect => "connect/EHLO",
+            Stage::Tls => "TLS",
+            Stage::Auth => "AUTH",
+            Stage::MailFrom => "MAIL FROM",
+            Stage::RcptTo => "RCPT TO",
+            Stage::Data => "DATA",
+            Stage::Message => "end of DATA",
+        })
+    }
+}
+
+/// A recipient the server refused, with its reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedRecipient {
+    /// The envelope address.
+    pub address: String,
+    /// The reply code (`550`).
+    pub code: u16,
+    /// The server's reply text.
+    pub reply: String,
+}
+
+impl RefusedRecipient {
+    /// True for a 4xx refusal (the server may accept later).
+    pub fn is_transient(&self) -> bool {
+        (400..500).contains(&self.code)
+    }
+}
+
+impl fmt::Display for RefusedRecipient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} {}", self.address, self.code, self.reply)
+    }
+}
+
+/// Why an email was not sent.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The email does not pass its checks.
+    Invalid(InvalidMessage),
+    /// The server answered with a negative reply.
+    Refused {
+        /// Where.
+        stage: Stage,
+        /// The reply code (`451`, `550`).
+        code: u16,
+        /// The server's reply text, as sent.
+        reply: String,
+    },
+    /// Every recipient was refused.
+    RecipientsRefused(Vec<RefusedRecipient>),
+    /// The connection failed, broke, or the TLS handshake failed.
+    Connection {
+        /// Where.
+        stage: Stage,
+        /// What happened.
+        reason: String,
+    },
+    /// The server did not answer in time.
+    Timeout {
+        /// Where.
+        stage: Stage,
+        /// The limit that passed.
+        after: Duration,
+    },
+    /// The server cannot take this message (e.g. it needs SMTPUTF8).
+    Unsupported(String),
+    /// The development file transport could not write.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        reason: String,
+    },
+}
+
+impl SendError {
+    /// True when retrying cannot help: the message goes to the dead letters.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            SendError::Invalid(_) | SendError::Unsupported(_) => true,
+            SendError::Refused { stage, code, .. } => *code >= 500 && stage.in_transaction(),
+            SendError::RecipientsRefused(refused) => {
+                !refused.is_empty() && refused.iter().all(|r| !r.is_transient())
+            }
+            SendError::Connection { .. } | SendError::Timeout { .. } | SendError::File { .. } => {
+                false
+            }
+        }
+    }
+
+    /// The outbox's verdict: [`HandlerError::permanent`] or [`HandlerError::retry`],
+    /// carrying this error (and so the server's reply text).
+    pub fn into_handler_error(self) -> HandlerError {
+        if self.is_permanent() {
+            HandlerError::permanent(self)
+        } else {
+            HandlerError::retry(self)
+        }
+    }
+
+    /// Maps a lettre error at `stage`; a negative reply keeps its code and text.
+    pub(crate) fn from_lettre(stage: Stage, error: lettre::transport::smtp::Error) -> Self {
+        if let Some(code) = error.status() {
+            let code = code.to_string().parse().unwrap_or(0);
+            let reply = std::error::Error::source(&error)
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            return SendError::Refused { stage, code, reply };
+        }
+        let stage = if error.is_tls() { Stage::Tls } else { stage };
+        SendError::Connection {
+            stage,
+            reason: error.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.is_permanent() {
+            "not retried; fix the cause, then requeue it from the dead letters"
+        } else {
+            "it will be retried"
+        };
+        match self {
+            SendError::Invalid(e) => write!(f, "the email is invalid: {e}; {verdict}"),
+            SendError::Refused { stage, code, reply } => write!(
+                f,
+                "the SMTP server replied {code} {reply} at {stage}; {verdict}"
+            ),
+            SendError::RecipientsRefused(refused) => {
+                f.write_str("the SMTP server refused every recipient: ")?;
+                for (i, r) in refused.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{r}")?;
+                }
+                write!(f, "; {verdict}")
+            }
+            SendError::Connection { stage, reason } => {
+                write!(f, "SMTP connection failed at {stage}: {reason}; {verdict}")
+            }
+            SendError::Timeout { stage, after } => write!(
+                f,
+                "the SMTP server did not answer within {after:?} at {stage}; {verdict}"
+            ),
+            SendError::Unsupported(reason) => write!(f, "{reason}; {verdict}"),
+            SendError::File { path, reason } => {
+                write!(f, "cannot write {}: {reason}; {verdict}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+impl From<InvalidMessage> for SendError {
+    fn from(e: InvalidMessage) -> Self {
+        SendError::Invalid(e)
+    }
+}

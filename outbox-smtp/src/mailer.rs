@@ -1,0 +1,188 @@
+//! The [`Mailer`]: renders emails and hands them to the configured transport; its
+//! [`handler`](Mailer::handler) is what an outbox worker runs for [`Email`] messages.
+//!
+//! Failure modes: see [`SendError`] for how each failure is classified. Recipients refused
+//! while others were accepted are logged at WARN and the message counts as delivered
+//! (see the crate docs). Nothing in an email can make the handler panic.
+
+use std::{fmt, path::PathBuf, sync::Arc};
+
+use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
+
+use crate::{
+    config::Transport,
+    dev,
+    error::RefusedRecipient,
+    render::{self, RenderOptions},
+    smtp::SmtpSender,
+    ConfigError, Email, MailerConfig, SendError,
+};
+
+/// Sends emails through SMTP, into `.eml` files or into the log, as configured.
+///
+/// Cheap to clone: clones share the connection pool.
+///
+/// ```ignore
+/// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
+/// use outbox_core::{Outbox, SqliteBackend};
+/// use outbox_smtp::{Email, Mailer};
+///
+/// let mailer = Mailer::from_url("smtp://user:password@mail.example.com:587?pool=4")?;
+/// let outbox = Outbox::new(SqliteBackend::new(pool)).register::<Email, _>(mailer.handler());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Mailer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: MailerConfig,
+    sender: Sender,
+}
+
+enum Sender {
+    Smtp(Box<SmtpSender>),
+    File(PathBuf),
+    Log,
+}
+
+/// What a successful send did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Delivery {
+    /// The `Message-ID` the email carried (`<ulid@domain>`, the same on every attempt).
+    pub message_id: String,
+    /// Envelope recipients the server accepted (all of them for the dev transports).
+    pub accepted: Vec<String>,
+    /// Envelope recipients the server refused while others were accepted.
+    pub refused: Vec<RefusedRecipient>,
+    /// True when the test-mode redirect rewrote the recipients.
+    pub redirected: bool,
+    /// The `.eml` file written by the file transport.
+    pub file: Option<PathBuf>,
+}
+
+impl Mailer {
+    /// A mailer for `config`; checks it and prepares TLS, but does not connect yet.
+    pub fn new(config: MailerConfig) -> Result<Self, ConfigError> {
+        config.check()?;
+        let sender = match &config.transport {
+            Transport::Smtp(smtp) => Sender::Smtp(Box::new(SmtpSender::new(smtp)?)),
+            Transport::File(dir) => Sender::File(dir.clone()),
+            Transport::Log => Sender::Log,
+        };
+        Ok(Self {
+            inner: Arc::new(Inner { config, sender }),
+        })
+    }
+
+    /// A mailer from a URL; see [`MailerConfig::from_url`].
+    pub fn from_url(url: &str) -> Result<Self, ConfigError> {
+        Self::new(MailerConfig::from_url(url)?)
+    }
+
+    /// The configuration (its `Display` hides the password).
+    pub fn config(&self) -> &MailerConfig {
+        &self.inner.config
+    }
+
+    /// The handler an outbox runs for [`Email`] messages:
+    /// `outbox.register::<Email, _>(mailer.handler())`.
+    pub fn handler<S: Send + Sync + 'static>(&self) -> impl Handler<Email, S> {
+        let mailer = self.clone();
+        move |email: Email, ctx: MessageContext<S>| {
+            let mailer = mailer.clone();
+            async move { mailer.send(&email, &ctx).await.map(drop) }
+        }
+    }
+
+    /// Sends `email` as the outbox message of `ctx`, for handlers of the application's own
+    /// message types that render an [`Email`]. The error is classified for the outbox.
+    pub async fn send<S>(
+        &self,
+        email: &Email,
+        ctx: &MessageContext<S>,
+    ) -> Result<Delivery, HandlerError> {
+        let id = ctx.id();
+        match self.deliver(email, id, ctx.type_tag()).await {
+            Ok(delivery) => {
+                for r in &delivery.refused {
+                    tracing::warn!(
+                        message.id = %id, message_id = %delivery.message_id,
+                        recipient = %r.address, code = r.code, reply = %r.reply,
+                        "recipient refused; the email went to the others and is not retried for it"
+                    );
+                }
+                tracing::debug!(
+                    message.id = %id, message_id = %delivery.message_id,
+                    accepted = delivery.accepted.len(), "email sent"
+                );
+                Ok(delivery)
+            }
+            Err(e) => Err(e.into_handler_error()),
+        }
+    }
+
+    /// Sends `email` with the Message-ID derived from the outbox id `id`; `type_tag` is
+    /// what the test-mode redirect's `only` list is matched against besides the tags.
+    pub async fn deliver(
+        &self,
+        email: &Email,
+        id: &MessageId,
+        type_tag: &str,
+    ) -> Result<Delivery, SendError> {
+        let config = &self.inner.config;
+        let keep_bcc = matches!(self.inner.sender, Sender::File(_) | Sender::Log);
+        let options = RenderOptions {
+            message_id_domain: config.message_id_domain.as_deref(),
+            redirect: config.redirect.as_ref(),
+            keep_bcc,
+        };
+        let rendered = render::render(email, id, type_tag, &options)?;
+        let all = || rendered.recipients.iter().map(|a| a.to_string()).collect();
+        let (accepted, refused, file) = match &self.inner.sender {
+            Sender::Smtp(smtp) => {
+                let done = smtp.send(&rendered).await?;
+                (done.accepted, done.refused, None)
+            }
+            Sender::File(dir) => {
+                let path = dev::write_file(dir, id.as_str(), &rendered).await?;
+                (all(), Vec::new(), Some(path))
+            }
+            Sender::Log => {
+                dev::log(id.as_str(), &email.subject, &rendered);
+                (all(), Vec::new(), None)
+            }
+        };
+        Ok(Delivery {
+            message_id: rendered.message_id,
+            accepted,
+            refused,
+            redirected: rendered.redirected,
+            file,
+        })
+    }
+
+    /// Sends `email` outside the outbox (a fresh id each call), e.g. from a test or a
+    /// one-off tool; queued mail goes through [`handler`](Mailer::handler) instead.
+    pub async fn deliver_now(&self, email: &Email) -> Result<Delivery, SendError> {
+        let id = MessageId::from_string(ulid::Ulid::generate().to_string());
+        self.deliver(email, &id, Email::TYPE).await
+    }
+
+    /// Closes the pooled SMTP connections politely (`QUIT`); new sends reconnect.
+    pub async fn close(&self) {
+        if let Sender::Smtp(smtp) = &self.inner.sender {
+            smtp.close().await;
+        }
+    }
+}
+
+impl fmt::Debug for Mailer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mailer")
+            .field("config", &format_args!("{}", self.inner.config))
+            .finish()
+    }
+}

@@ -1,0 +1,159 @@
+//! Turning an [`Email`] into the bytes and envelope that are sent (lettre's builder).
+//!
+//! Failure modes: an email that does not pass [`Email`]'s checks (a row written by other
+//! code or by an older version) is refused with the field and reason; rendering never
+//! panics.
+
+use lettre::message::{
+    header::{ContentType, HeaderName, HeaderValue},
+    Attachment as LettreAttachment, Message, MultiPart, SinglePart,
+};
+use outbox_core::{InvalidMessage, MessageId, OutboxMessage};
+
+use crate::{Email, Mailbox, TestRedirect};
+
+/// Domain of Message-IDs when neither the configuration nor the sender gives a usable one.
+const FALLBACK_DOMAIN: &str = "outbox.localhost";
+
+/// What is sent: the envelope, the bytes, and the Message-ID they carry.
+#[derive(Debug)]
+pub(crate) struct Rendered {
+    /// The `Message-ID` header value, `<ulid@domain>`.
+    pub(crate) message_id: String,
+    /// The envelope sender (MAIL FROM).
+    pub(crate) from: lettre::Address,
+    /// The envelope recipients (RCPT TO): to, cc and bcc.
+    pub(crate) recipients: Vec<lettre::Address>,
+    /// The formatted message (CRLF line ends, without `Bcc` unless asked to keep it).
+    pub(crate) bytes: Vec<u8>,
+    /// True when the test-mode redirect rewrote the recipients.
+    pub(crate) redirected: bool,
+}
+
+/// How to render: where Message-IDs live, the redirect, and whether `Bcc` stays visible
+/// (it does in `.eml` files, never on the wire).
+pub(crate) struct RenderOptions<'a> {
+    pub(crate) message_id_domain: Option<&'a str>,
+    pub(crate) redirect: Option<&'a TestRedirect>,
+    pub(crate) keep_bcc: bool,
+}
+
+/// The stable Message-ID of the message with outbox id `id`.
+pub(crate) fn message_id(id: &MessageId, email: &Email, configured: Option<&str>) -> String {
+    let usable = |d: &&str| {
+        !d.is_empty()
+            && d.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    };
+    let domain = configured
+        .filter(usable)
+        .or_else(|| email.from.domain().filter(usable))
+        .unwrap_or(FALLBACK_DOMAIN);
+    format!("<{}@{domain}>", id.as_str())
+}
+
+/// Renders `email`, sent as outbox message `id` of type `type_tag`.
+pub(crate) fn render(
+    email: &Email,
+    id: &MessageId,
+    type_tag: &str,
+    options: &RenderOptions<'_>,
+) -> Result<Rendered, InvalidMessage> {
+    email.validate()?;
+    let redirected = options
+        .redirect
+        .filter(|r| r.applies(email, type_tag))
+        .map(|r| r.apply(email));
+    let (to, cc, bcc) = match &redirected {
+        Some(r) => (&r.to, &r.cc, &r.bcc),
+        None => (&email.to, &email.cc, &email.bcc),
+    };
+    let lettre_box =
+        |field: &str, m: &Mailbox| m.to_lettre().map_err(|why| InvalidMessage::new(field, why));
+    let message_id = message_id(id, email, options.message_id_domain);
+    let mut builder = Message::builder()
+        .from(lettre_box("from", &email.from)?)
+        .subject(email.subject.clone())
+        .message_id(Some(message_id.clone()));
+    for m in to {
+        builder = builder.to(lettre_box("to", m)?);
+    }
+    for m in cc {
+        builder = builder.cc(lettre_box("cc", m)?);
+    }
+    for m in bcc {
+        builder = builder.bcc(lettre_box("bcc", m)?);
+    }
+    if let Some(m) = &email.reply_to {
+        builder = builder.reply_to(lettre_box("reply_to", m)?);
+    }
+    if options.keep_bcc {
+        builder = builder.keep_bcc();
+    }
+    for h in &email.headers {
+        builder = builder.raw_header(header(
+            &format!("headers[{:?}]", h.name),
+            &h.name,
+            &h.value,
+        )?);
+    }
+    for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {
+        builder = builder.raw_header(header(name, name, value)?);
+    }
+    let message = match body(email)? {
+        Content::Single(part) => builder.singlepart(part),
+        Content::Multi(parts) => builder.multipart(parts),
+    }
+    .map_err(|e| InvalidMessage::new("to", format!("cannot build the message: {e}")))?;
+    Ok(Rendered {
+        message_id,
+        from: message
+            .envelope()
+            .from()
+            .cloned()
+            .ok_or_else(|| InvalidMessage::new("from", "the sender is missing"))?,
+        recipients: message.envelope().to().to_vec(),
+        bytes: message.formatted(),
+        redirected: redirected.is_some(),
+    })
+}
+
+fn header(field: &str, name: &str, value: &str) -> Result<HeaderValue, InvalidMessage> {
+    let name = HeaderName::new_from_ascii(name.to_owned())
+        .map_err(|_| InvalidMessage::new(field, "the header name is not valid"))?;
+    Ok(HeaderValue::new(name, value.to_owned()))
+}
+
+/// The MIME tree: text and/or HTML (as alternatives), then the attachments, if any.
+fn body(email: &Email) -> Result<Content, InvalidMessage> {
+    let content = match (&email.text, &email.html) {
+        (Some(text), Some(html)) => Content::Multi(MultiPart::alternative_plain_html(
+            text.clone(),
+            html.clone(),
+        )),
+        (Some(text), None) => Content::Single(SinglePart::plain(text.clone())),
+        (None, Some(html)) => Content::Single(SinglePart::html(html.clone())),
+        (None, None) => return Err(InvalidMessage::new("text", "the email has no body")),
+    };
+    if email.attachments.is_empty() {
+        return Ok(content);
+    }
+    let mut mixed = match content {
+        Content::Multi(alternative) => MultiPart::mixed().multipart(alternative),
+        Content::Single(part) => MultiPart::mixed().singlepart(part),
+    };
+    for (i, a) in email.attachments.iter().enumerate() {
+        let content_type = ContentType::parse(a.content_type.trim()).map_err(|_| {
+            InvalidMessage::new(format!("attachments[{i}]"), "the content type is not valid")
+        })?;
+        let file = LettreAttachment::new(a.file_name.trim().to_owned());
+        mixed = mixed.singlepart(file.body(a.bytes.clone(), content_type));
+    }
+    Ok(Content::Multi(mixed))
+}
+
+/// A message body: one part, or several.
+enum Content {
+    Single(SinglePart),
+    Multi(MultiPart),
+}
