@@ -15,6 +15,10 @@ pub use outbox_smtp as smtp;
 
 /// The names most applications need: `use outbox::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "mysql")]
+    pub use crate::MySqlBackend;
+    #[cfg(feature = "postgres")]
+    pub use crate::PostgresBackend;
     #[cfg(feature = "sqlite")]
     pub use crate::SqliteBackend;
     pub use crate::{

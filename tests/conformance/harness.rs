@@ -76,6 +76,7 @@ pub fn fresh_name() -> String {
 }
 
 /// Drops a server-side test database from a plain thread (usable from `Drop`).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub fn drop_database_later(admin_url: String, statement: String) {
     let _ = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()

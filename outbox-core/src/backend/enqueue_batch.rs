@@ -46,6 +46,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
 }
 
 /// The keys, per queue, of rows that were not written (their holders must be looked up).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn keys_to_resolve<'r>(
     rows: &'r [NewMessage],
     written: &HashSet<String>,

@@ -3,12 +3,14 @@
 //! Each database lives in its own module behind its cargo feature; the rest of the crate
 //! only talks to the [`Backend`] trait and never names a database.
 
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod enqueue_batch;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod raw_bytes;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod sql_stores;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -24,6 +26,7 @@ pub use raw_bytes::RawBytes;
 pub use store::{DeadLetterStore, PauseStore, RateBucketStore, RetryStore, StatsStore, TokenGrant};
 pub use tick::TickStrategy;
 
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) use store::{from_unix_millis, unix_millis, unix_secs_ceil};
 
 use crate::{layers::OutboxLayers, worker::Dispatch, Error};

@@ -100,12 +100,14 @@ pub trait StatsStore: Send + Sync + 'static {
 }
 
 /// Whole unix seconds of `t`, rounded up (a due time is never early).
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) fn unix_secs_ceil(t: SystemTime) -> i64 {
     let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     d.as_secs() as i64 + i64::from(d.subsec_nanos() > 0)
 }
 
 /// Unix milliseconds of `t`.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) fn unix_millis(t: SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -113,6 +115,7 @@ pub(crate) fn unix_millis(t: SystemTime) -> i64 {
 }
 
 /// The time `ms` unix milliseconds stand for.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) fn from_unix_millis(ms: i64) -> SystemTime {
     std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }
