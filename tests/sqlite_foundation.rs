@@ -504,12 +504,14 @@ async fn a_worker_restarts_after_the_database_was_locked() {
     // Short busy timeout so the lock makes the worker's queries fail quickly.
     let db = TestDb::with_options(|o| o.busy_timeout(Duration::from_millis(50))).await;
     let seen = Arc::new(Seen::default());
-    let outbox = Outbox::with_state(db.backend(), Arc::clone(&seen)).register_with::<Reminder, _>(
-        reminder,
-        QueueOptions::new()
-            .heartbeat_interval(Duration::from_secs(1))
-            .missed_heartbeats(2),
-    );
+    let outbox = Outbox::with_state(db.backend(), Arc::clone(&seen))
+        .register_with::<Reminder, _>(
+            reminder,
+            QueueOptions::new()
+                .heartbeat_interval(Duration::from_secs(1))
+                .missed_heartbeats(2),
+        )
+        .shutdown_timeout(Duration::from_millis(500));
     let test = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         // Another process holds the write lock for 1.5 s.
@@ -575,4 +577,66 @@ async fn run_picks_up_messages_committed_later() {
         latencies[latencies.len() - 1]
     );
     assert_eq!(latencies.len(), 20);
+}
+
+#[tokio::test]
+async fn a_cron_drain_recovers_messages_a_killed_run_held() {
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let held = Reminder { user_id: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    // A previous run claimed the message, then was killed: its heartbeat is 10 minutes old.
+    sqlx::query("INSERT INTO Workers (id, worker_type, storage_name, layers, last_seen) VALUES ('dead-0', 'test.reminder', 'x', '', strftime('%s','now') - 600)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE Jobs SET status = 'Running', lock_by = 'dead-0', attempts = 1 WHERE id = ?",
+    )
+    .bind(held.id().as_str())
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let seen = Arc::new(Seen::default());
+    let report = outbox(&db, &seen).drain().await.unwrap();
+    assert_eq!(
+        report.counts.delivered, 1,
+        "the held message was recovered and delivered"
+    );
+    let (status, attempts, _) = db.row(held.id().as_str()).await;
+    assert_eq!(status, "Done");
+    assert!(attempts >= 2, "the crashed attempt counts: {attempts}");
+}
+
+#[tokio::test]
+async fn the_same_outbox_can_drain_again_and_again() {
+    let db = TestDb::new().await;
+    let seen = Arc::new(Seen::default());
+    let outbox = outbox(&db, &seen);
+    for round in 1..=3 {
+        let mut tx = db.pool.begin().await.unwrap();
+        Reminder { user_id: round }.enqueue(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(20), outbox.drain())
+            .await
+            .expect("drain hung")
+            .unwrap();
+        assert_eq!(report.counts.delivered, 1, "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn a_shutdown_timeout_longer_than_the_lease_is_refused() {
+    let db = TestDb::new().await;
+    let seen = Arc::new(Seen::default());
+    let err = outbox(&db, &seen)
+        .shutdown_timeout(Duration::from_secs(30))
+        .drain()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("must be shorter than heartbeat_interval"),
+        "{err}"
+    );
 }

@@ -669,3 +669,30 @@ async fn status_counts_cover_every_state_in_one_call() {
         "{c:?}"
     );
 }
+
+#[tokio::test]
+async fn a_panicking_orphan_check_defers_the_message_and_the_worker_goes_on() {
+    let db = TestDb::new().await;
+    let log = Arc::new(Log::default());
+    let ids = enqueue_mails(&db, [1, 2]).await;
+    let outbox = Outbox::with_state(db.backend(), Arc::clone(&log))
+        .register::<Mail, _>(|m: Mail, ctx: Ctx| async move {
+            ctx.state().record(m.n);
+            Ok::<(), HandlerError>(())
+        })
+        .orphan_check::<Mail, _, _, _, _>(|m, _| async move {
+            if m.n == 1 {
+                panic!("the check's query builder panicked");
+            }
+            Ok::<_, std::io::Error>(true)
+        });
+    let report = outbox.drain().await.unwrap();
+    assert_eq!(
+        report.counts.delivered, 1,
+        "the other message was delivered"
+    );
+    assert_eq!(report.counts.deferred, 1);
+    let (status, attempts, last) = db.row(ids[0].id().as_str()).await;
+    assert_eq!((status.as_str(), attempts), ("Failed", 0));
+    assert!(last.unwrap().contains("orphan check panicked"));
+}

@@ -53,12 +53,13 @@ pub struct Outbox<B, S = ()> {
     shutdown_timeout: Duration,
     fail_unregistered: bool,
     clock: Arc<dyn Clock>,
-    names: WorkerNames,
     counters: Arc<Counters>,
 }
 
 /// Workers started by [`Outbox::start`], and how to stop them.
 struct Running {
+    /// Names of this start's workers (fresh for every start, so they never collide).
+    names: WorkerNames,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
     pauses: JoinHandle<()>,
@@ -81,10 +82,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             buckets: Vec::new(),
             problems: Vec::new(),
             defaults: QueueOptions::new(),
-            shutdown_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(15),
             fail_unregistered: false,
             clock: Arc::new(SystemClock),
-            names: WorkerNames::new(),
             counters: Arc::new(Counters::default()),
         }
     }
@@ -96,8 +96,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     }
 
     /// How long [`Outbox::run`] waits for in-flight handlers after a shutdown signal
-    /// (default 30 s). Messages still running then are left to the lease: another worker
-    /// delivers them once this process's heartbeat is stale.
+    /// (default 15 s). Messages still running then are left to the lease: another worker
+    /// delivers them once this process's heartbeat is stale. It must be shorter than
+    /// `heartbeat_interval × (missed_heartbeats − 1)` of every type (20 s by default):
+    /// a stopping worker sends no heartbeats, and others would take its messages over while
+    /// they still run.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
@@ -175,6 +178,26 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 "no message type is registered; call Outbox::register for each type".into(),
             ));
         }
+        for r in &self.registrations {
+            let s = r.options.settings_for(r.queue);
+            let safe = s.heartbeat_interval * (s.missed_heartbeats.saturating_sub(1) as u32);
+            if self.shutdown_timeout >= safe {
+                return Err(Error::Config(format!(
+                    "shutdown_timeout ({:?}) must be shorter than heartbeat_interval × (missed_heartbeats − 1) \
+                     = {safe:?} for `{}`: a stopping worker sends no heartbeats, and other workers would \
+                     take over messages it is still running",
+                    self.shutdown_timeout, r.queue
+                )));
+            }
+        }
+        for r in &self.registrations {
+            let s = r.options.settings_for(r.queue);
+            let lease = s.heartbeat_interval * s.missed_heartbeats as u32;
+            let recovered = self.backend.recover_orphans(r.queue, lease).await?;
+            if recovered > 0 {
+                tracing::warn!(message.type = r.queue, recovered, "re-enqueued messages held by workers that stopped sending heartbeats");
+            }
+        }
         let now = unix_secs_f64(self.clock.now());
         for (name, limit) in &self.buckets {
             self.backend.set_bucket(name, *limit, now).await?;
@@ -195,6 +218,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// Starts one supervised worker per registered type, and the pause watcher.
     async fn start(&self) -> Running {
+        let names = WorkerNames::new();
         let (stop, stopped) = watch::channel(false);
         let store: Arc<dyn RetryStore> = Arc::new(self.backend.clone());
         // Start paused types paused: read the table once before any worker runs.
@@ -246,13 +270,14 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     r.options.settings_for(r.queue),
                     layers,
                     dispatch,
-                    self.names.clone(),
+                    names.clone(),
                     stopped.clone(),
                 ))
             })
             .collect();
         let pauses = pauses::watch(self.backend.clone(), switches, stopped);
         Running {
+            names,
             stop,
             workers,
             pauses,

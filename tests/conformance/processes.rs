@@ -36,16 +36,18 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     } else {
         quick_lease()
     };
-    let outbox = Outbox::with_state(h.backend(), Arc::clone(&h)).register_with::<Mail, _>(
-        move |_: Mail, ctx: MessageContext<Arc<H>>| async move {
-            ctx.state().record_delivery(ctx.id().as_str()).await;
-            if hang {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-            }
-            Ok::<(), HandlerError>(())
-        },
-        options.concurrency(5),
-    );
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&h))
+        .register_with::<Mail, _>(
+            move |_: Mail, ctx: MessageContext<Arc<H>>| async move {
+                ctx.state().record_delivery(ctx.id().as_str()).await;
+                if hang {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+                Ok::<(), HandlerError>(())
+            },
+            options.concurrency(5),
+        )
+        .shutdown_timeout(std::time::Duration::from_secs(1));
     match role {
         "drain" => {
             outbox.drain().await.unwrap();

@@ -19,10 +19,29 @@ mod tick;
 
 use std::time::Duration;
 
-use apalis_core::{error::WorkerError, worker::context::WorkerContext};
+use apalis_core::error::WorkerError;
 use futures::future::BoxFuture;
 
 pub use raw_bytes::RawBytes;
+
+/// apalis' worker context, for [`Backend::run_bare_worker`] callers.
+#[doc(hidden)]
+pub use apalis_core::worker::context::WorkerContext;
+
+/// The handler of [`Backend::run_bare_worker`]: accepts every task.
+type BareHandler =
+    fn(apalis_core::task::Task<Vec<u8>>) -> std::future::Ready<Result<(), crate::BoxError>>;
+
+/// The no-op service of [`Backend::run_bare_worker`].
+#[doc(hidden)]
+pub fn bare_service() -> tower::util::ServiceFn<BareHandler> {
+    fn noop(
+        _: apalis_core::task::Task<Vec<u8>>,
+    ) -> std::future::Ready<Result<(), crate::BoxError>> {
+        std::future::ready(Ok(()))
+    }
+    tower::service_fn(noop as BareHandler)
+}
 pub use store::{DeadLetterStore, PauseStore, RateBucketStore, RetryStore, StatsStore, TokenGrant};
 pub use tick::TickStrategy;
 
@@ -89,6 +108,25 @@ pub trait Backend:
         layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>>;
+
+    /// Runs apalis alone on the same storage — no outbox layers, a no-op handler, the same
+    /// concurrency, batch and poll settings — until stopped: the baseline the benchmark
+    /// compares the full stack with.
+    #[doc(hidden)]
+    fn run_bare_worker(
+        &self,
+        worker: WorkerContext,
+        settings: QueueSettings,
+    ) -> BoxFuture<'static, Result<(), WorkerError>>;
+
+    /// Re-enqueues the messages of `queue` claimed by workers that sent no heartbeat for
+    /// `lease` (crashed processes); run when an outbox starts, so a cron-style `drain`
+    /// recovers what an earlier, killed run held.
+    fn recover_orphans<'a>(
+        &'a self,
+        queue: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
 
     /// Messages of `queues` (except paused types) that are due now or held by a worker
     /// whose name starts with `worker_prefix`: zero means a drain is complete.

@@ -288,6 +288,13 @@ macro_rules! sql_stores {
                     Ok(n as u64)
                 }
 
+                /// Re-enqueues the claimed messages of dead workers (see `Backend::recover_orphans`).
+                pub(crate) async fn recover_orphans_sql(&self, queue: &str, lease: std::time::Duration) -> Result<u64, Error> {
+                    let dead_before = unix_secs(SystemTime::now()) - lease.as_secs() as i64;
+                    let done = sqlx::query(query!("recover_orphans.sql")).bind(queue).bind(dead_before).execute(&self.pool).await?;
+                    Ok(done.rows_affected())
+                }
+
                 /// Pending counts of unregistered types (see `Backend::unregistered_pending`).
                 pub(crate) async fn unregistered_pending_sql(
                     &self,

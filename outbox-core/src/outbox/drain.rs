@@ -44,7 +44,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 tokio::time::sleep(CHECK_EVERY).await;
                 let left = self
                     .backend
-                    .count_unfinished(&registered, self.names.prefix())
+                    .count_unfinished(&registered, running.names.prefix())
                     .await?;
                 if left == 0 {
                     return Ok::<(), Error>(());

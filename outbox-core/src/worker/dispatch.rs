@@ -65,6 +65,22 @@ fn retry(reason: String) -> AttemptFailed {
     }
 }
 
+/// Longest reason recorded with a message (the backends' text columns hold it easily).
+const MAX_REASON: usize = 4_000;
+
+/// `reason`, cut at [`MAX_REASON`] bytes on a character boundary.
+pub(crate) fn bounded(mut reason: String) -> String {
+    if reason.len() > MAX_REASON {
+        let mut cut = MAX_REASON;
+        while !reason.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reason.truncate(cut);
+        reason.push_str(" …[truncated]");
+    }
+    reason
+}
+
 impl<M, S, H> ErasedHandler for TypedHandler<M, S, H>
 where
     M: OutboxMessage,
@@ -76,7 +92,14 @@ where
         payload: Vec<u8>,
         delivery: Delivery,
     ) -> BoxFuture<'static, Result<(), AttemptFailed>> {
-        let message = match serde_json::from_slice::<M>(&payload) {
+        // A user Deserialize impl may panic: that is an undecodable payload too.
+        let decoded = std::panic::catch_unwind(|| serde_json::from_slice::<M>(&payload))
+            .unwrap_or_else(|_| {
+                Err(serde::de::Error::custom(
+                    "its Deserialize implementation panicked",
+                ))
+            });
+        let message = match decoded {
             Ok(message) => message,
             Err(e) => {
                 let failed = AttemptFailed {
@@ -115,7 +138,7 @@ where
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(AttemptFailed {
                     kind: e.kind(),
-                    reason: e.to_string(),
+                    reason: bounded(e.to_string()),
                 }),
                 Err(panic) => Err(retry(format!(
                     "handler panicked: {}",

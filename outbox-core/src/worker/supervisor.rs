@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use apalis_core::worker::context::WorkerContext;
+use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::{Dispatch, WorkerNames};
@@ -38,12 +39,26 @@ pub(crate) async fn supervise<B: Backend>(
         let name = names.worker(settings.queue, restart);
         let ctx = WorkerContext::new(&name);
         let started = Instant::now();
-        let mut run = backend.run_worker(
+        // A panic anywhere in the worker (a user's Deserialize, an orphan check) ends this
+        // worker like a backend error would, and it is restarted.
+        let worker_run = backend.run_worker(
             ctx.clone(),
             settings.clone(),
             layers.clone(),
             service.clone(),
         );
+        let mut run = std::panic::AssertUnwindSafe(worker_run)
+            .catch_unwind()
+            .map(|r| {
+                r.unwrap_or_else(|panic| {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a worker panicked".into());
+                    Err(apalis_core::error::WorkerError::PanicError(what))
+                })
+            });
         let result = tokio::select! {
             result = &mut run => result,
             _ = stop_requested(&mut shutdown) => {

@@ -115,6 +115,37 @@ impl Backend for PostgresBackend {
         Box::pin(worker.run())
     }
 
+    fn run_bare_worker(
+        &self,
+        worker: WorkerContext,
+        settings: QueueSettings,
+    ) -> BoxFuture<'static, Result<(), WorkerError>> {
+        let config = Config::default()
+            .queue(settings.queue)
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat_interval)
+            .missed_heartbeats(settings.missed_heartbeats);
+        let storage = PostgresStorage::<()>::new(&self.pool)
+            .with_config(config)
+            .with_pubsub()
+            .poll_with_strategy(TickStrategy::every(settings.poll_interval));
+        let worker = WorkerBuilder::new(&worker)
+            .backend(RawBytes(storage))
+            .layer(tower::limit::ConcurrencyLimitLayer::new(
+                settings.concurrency,
+            ))
+            .build(super::bare_service());
+        Box::pin(worker.run())
+    }
+
+    fn recover_orphans<'a>(
+        &'a self,
+        queue: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(self.recover_orphans_sql(queue, lease))
+    }
+
     fn count_unfinished<'a>(
         &'a self,
         queues: &'a [&'static str],

@@ -6,7 +6,7 @@ use std::{
 };
 
 use apalis_core::task::{status::Status, Task};
-use futures::future::BoxFuture;
+use futures::{future::BoxFuture, FutureExt};
 use tower::Service;
 
 use super::{OrphanLayer, Relevance};
@@ -43,7 +43,18 @@ where
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let layer = self.layer.clone();
         Box::pin(async move {
-            match layer.check.check(&task.args).await {
+            // A panicking check (or Deserialize) is a failed check, not a dead worker.
+            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                layer.check.check(&task.args)
+            }));
+            let verdict = match checked {
+                Ok(fut) => std::panic::AssertUnwindSafe(fut)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| Err("the orphan check panicked".into())),
+                Err(_) => Err("the orphan check panicked".into()),
+            };
+            match verdict {
                 Ok(Relevance::Relevant) => inner.call(task).await,
                 Ok(Relevance::Orphan(reason)) => {
                     // Outside apalis' lifecycle: the status must be set here.

@@ -42,6 +42,8 @@ impl<S> Layer<S> for RateLimitLayer {
         RateLimitService {
             inner,
             layer: self.clone(),
+            hold_until: Default::default(),
+            hold: None,
         }
     }
 }

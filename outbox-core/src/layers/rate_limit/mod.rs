@@ -12,7 +12,10 @@
 //!
 //! A message that finds no token waits in place when the next token is near (up to
 //! `max_inline_wait`, 1 s by default), otherwise it is deferred: its row is rescheduled for
-//! when the token is due and the worker slot is freed. Waiting is never a failed attempt.
+//! when the token is due and the worker slot is freed, and the worker stops fetching that
+//! type until then (at most 2 s at a time, so a rate raised at runtime is seen quickly):
+//! a large backlog stays pending in the database rather than being rescheduled row by row
+//! at every token. Waiting is never a failed attempt.
 //!
 //! Failure modes: a bucket that does not exist defers its messages by a minute and logs
 //! how to create it; a database error while taking a token defers by a few seconds. The

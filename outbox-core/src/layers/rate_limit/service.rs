@@ -1,11 +1,15 @@
 //! Takes a token before calling the inner service, waiting briefly or deferring.
 
 use std::{
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
     task::{Context, Poll},
     time::Duration,
 };
 
 use futures::future::BoxFuture;
+use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use super::RateLimitLayer;
@@ -15,12 +19,31 @@ use crate::{admin::unix_secs_f64, backend::TokenGrant, layers::outcome::Deferred
 const MISSING_BUCKET_DEFER: Duration = Duration::from_secs(60);
 /// How long a message waits when taking a token failed.
 const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
+/// Longest time the worker stops fetching after a deferral before it asks the bucket
+/// again (so a rate raised at runtime is seen within this).
+const MAX_HOLD: Duration = Duration::from_secs(2);
 
 /// Starts the inner service only with a token from the shared bucket.
-#[derive(Clone)]
+///
+/// After a deferral the service reports "not ready" until the next token is due (at most
+/// [`MAX_HOLD`]), so the worker stops fetching: the backlog stays pending in the database
+/// instead of being fetched and rescheduled row by row at every token.
 pub struct RateLimitService<S> {
     pub(super) inner: S,
     pub(super) layer: RateLimitLayer,
+    pub(super) hold_until: Arc<Mutex<Option<Instant>>>,
+    pub(super) hold: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S: Clone> Clone for RateLimitService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+            hold_until: Arc::clone(&self.hold_until),
+            hold: None,
+        }
+    }
 }
 
 impl<S, Req> Service<Req> for RateLimitService<S>
@@ -34,6 +57,22 @@ where
     type Future = BoxFuture<'static, Result<S::Response, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        let until = *self.hold_until.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(until) = until {
+            if Instant::now() < until {
+                let sleep = self
+                    .hold
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+                if sleep.deadline() != until {
+                    sleep.as_mut().reset(until);
+                }
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+            self.hold = None;
+            *self.hold_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
         self.inner.poll_ready(cx)
     }
 
@@ -42,6 +81,7 @@ where
         let fresh = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let layer = self.layer.clone();
+        let hold_until = Arc::clone(&self.hold_until);
         Box::pin(async move {
             loop {
                 let now = layer.clock.now();
@@ -61,10 +101,12 @@ where
                         tokio::time::sleep(wait).await
                     }
                     Ok(TokenGrant::Wait(wait)) => {
+                        *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(Instant::now() + wait.min(MAX_HOLD));
                         return Err(defer(
                             wait,
                             format!("rate bucket `{}` has no token for {wait:?}", layer.bucket),
-                        ))
+                        ));
                     }
                     Ok(TokenGrant::NoSuchBucket) => {
                         tracing::error!(
