@@ -1,10 +1,10 @@
-//! Runtime behaviour of `#[derive(OutboxMessage)]`: tags, defaults and idempotency keys on
-//! every supported shape.
+//! Runtime behaviour of `#[derive(OutboxMessage)]`: tags, defaults, idempotency keys and
+//! validation on every supported shape.
 
 use std::time::Duration;
 
 use outbox::validate_type_tag;
-use outbox::{MessageDefaults, OutboxMessage};
+use outbox::{InvalidMessage, MessageDefaults, OutboxMessage};
 use serde::{Deserialize, Serialize};
 
 /// A named-field struct with every attribute, spread over two attributes.
@@ -69,6 +69,90 @@ struct Hours;
 #[derive(Serialize, Deserialize, OutboxMessage)]
 #[outbox(crate = "outbox_core", type = "explicit.crate")]
 struct ExplicitCrate;
+
+/// An enum whose key comes from a function in another module, per variant.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "billing.payment", key_fn = "rules::payment_key")]
+enum Payment {
+    Charge { order: u32, cents: u64 },
+    Refund(u32),
+    Audit,
+}
+
+/// A tuple struct whose key comes from an associated function.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(key_fn = "Self::key")]
+struct Webhook(String, u16);
+
+impl Webhook {
+    /// The URL alone: retries of one hook are the same message whatever the attempt.
+    fn key(&self) -> Option<String> {
+        Some(self.0.clone())
+    }
+}
+
+/// A struct checked by a function in another module.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(validate = "rules::check_recipients")]
+struct Newsletter {
+    to: Vec<String>,
+}
+
+/// Validation together with a field key, in separate attributes, through an associated
+/// function.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(key(account))]
+#[outbox(validate = "Self::check", max_attempts = 3)]
+struct Withdraw {
+    account: String,
+    cents: i64,
+}
+
+impl Withdraw {
+    /// Refuses amounts that are not positive.
+    fn check(&self) -> Result<(), InvalidMessage> {
+        if self.cents <= 0 {
+            return Err(InvalidMessage::new("cents", "must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// Validation with the crate named explicitly: the generated signature names the error
+/// through that path.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(crate = "outbox_core", validate = "rules::refuse_all")]
+struct Refused;
+
+/// The functions the attributes above name.
+mod rules {
+    use outbox::InvalidMessage;
+
+    /// One key per order and kind of operation; audits have none.
+    pub fn payment_key(payment: &super::Payment) -> Option<String> {
+        match payment {
+            super::Payment::Charge { order, .. } => Some(format!("charge:{order}")),
+            super::Payment::Refund(order) => Some(format!("refund:{order}")),
+            super::Payment::Audit => None,
+        }
+    }
+
+    /// At least one recipient, each with an `@`.
+    pub fn check_recipients(mail: &super::Newsletter) -> Result<(), InvalidMessage> {
+        if mail.to.is_empty() {
+            return Err(InvalidMessage::new("to", "needs at least one recipient"));
+        }
+        match mail.to.iter().position(|to| !to.contains('@')) {
+            Some(i) => Err(InvalidMessage::new(format!("to[{i}]"), "not an address")),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses every message.
+    pub fn refuse_all(_: &super::Refused) -> Result<(), outbox_core::InvalidMessage> {
+        Err(InvalidMessage::new("self", "always refused"))
+    }
+}
 
 mod deep {
     /// A type in nested modules: its tag must not mention them.
@@ -168,6 +252,66 @@ fn explicit_crate_path() {
 }
 
 #[test]
+fn key_fn_on_enum_and_tuple_struct() {
+    let charge = Payment::Charge {
+        order: 7,
+        cents: 990,
+    };
+    assert_eq!(charge.idempotency_key().as_deref(), Some("charge:7"));
+    assert_eq!(
+        Payment::Refund(7).idempotency_key().as_deref(),
+        Some("refund:7")
+    );
+    assert_eq!(Payment::Audit.idempotency_key(), None);
+    assert_eq!(Payment::TYPE, "billing.payment");
+    assert_eq!(Payment::Audit.validate(), Ok(()));
+    let hook = Webhook("https://example.test/hook".into(), 2);
+    assert_eq!(
+        hook.idempotency_key().as_deref(),
+        Some("https://example.test/hook")
+    );
+}
+
+#[test]
+fn validate_refuses_with_field_and_reason() {
+    let ok = Newsletter {
+        to: vec!["a@b".into(), "c@d".into()],
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    let bad = Newsletter {
+        to: vec!["a@b".into(), "nobody".into()],
+    };
+    let err = bad.validate().unwrap_err();
+    assert_eq!(err.field, "to[1]");
+    assert_eq!(err.reason, "not an address");
+    let empty = Newsletter { to: vec![] };
+    let err = empty.validate().unwrap_err();
+    assert_eq!(err.field, "to");
+    assert_eq!(err.reason, "needs at least one recipient");
+    assert_eq!(ok.idempotency_key(), None);
+    assert_eq!(Refused.validate().unwrap_err().reason, "always refused");
+}
+
+#[test]
+fn validate_with_field_key() {
+    let ok = Withdraw {
+        account: "acc-1".into(),
+        cents: 500,
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    assert_eq!(ok.idempotency_key().as_deref(), Some("acc-1"));
+    assert_eq!(Withdraw::DEFAULTS.max_attempts, 3);
+    let bad = Withdraw {
+        account: "acc-1".into(),
+        cents: 0,
+    };
+    let err = bad.validate().unwrap_err();
+    assert_eq!(err, InvalidMessage::new("cents", "must be positive"));
+    assert_eq!(err.to_string(), "field `cents`: must be positive");
+    assert_eq!(bad.idempotency_key().as_deref(), Some("acc-1"));
+}
+
+#[test]
 fn nested_modules_keep_their_tag() {
     assert_eq!(deep::inner::SendEmailV2::TYPE, "send_email_v2");
     assert_eq!(deep::inner::SendEmailV2::TYPE, SendEmailV2::TYPE);
@@ -185,6 +329,11 @@ fn derived_tags_pass_the_runtime_check() {
         ShipOrder::TYPE,
         Event::TYPE,
         ExplicitCrate::TYPE,
+        Payment::TYPE,
+        Webhook::TYPE,
+        Newsletter::TYPE,
+        Withdraw::TYPE,
+        Refused::TYPE,
     ];
     for tag in tags {
         assert_eq!(validate_type_tag(tag), Ok(()), "{tag}");

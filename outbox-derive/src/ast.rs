@@ -9,7 +9,8 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::{
-    token, Attribute, Data, DeriveInput, Error, Fields, Generics, Ident, LitStr, Member, Token,
+    token, Attribute, Data, DeriveInput, Error, ExprPath, Fields, Generics, Ident, LitStr, Member,
+    Token,
 };
 
 use crate::attr;
@@ -50,6 +51,10 @@ pub struct Attrs {
     pub type_tag: Option<LitStr>,
     /// `key(field, ...)`: the fields the idempotency key is built from.
     pub key: Option<KeyAttr>,
+    /// `key_fn = "path"`: the function computing the idempotency key; excludes `key`.
+    pub key_fn: Option<FnPath>,
+    /// `validate = "path"`: the function checking a message before it is enqueued.
+    pub validate: Option<FnPath>,
     /// `max_attempts = N`.
     pub max_attempts: Option<Spanned<i128>>,
     /// `priority = N`.
@@ -91,6 +96,16 @@ impl ToTokens for KeyAttr {
         self.paren
             .surround(tokens, |inner| self.fields.to_tokens(inner));
     }
+}
+
+/// A function named by its path in a string, as in `validate = "rules::check_mail"`.
+pub struct FnPath {
+    /// The path parsed from the literal; its tokens carry `span`.
+    pub path: ExprPath,
+    /// The span of the code calling the function: at the literal, so that errors in the
+    /// call are reported there, but resolved as the derive's own code, so that rustc does
+    /// not suggest type fixes as edits to the string.
+    pub span: Span,
 }
 
 /// The handler time limit as written in `timeout = "..."`.

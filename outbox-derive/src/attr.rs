@@ -1,27 +1,29 @@
 //! Parsing of the container's `#[outbox(...)]` attributes with syn's `parse_nested_meta`.
 //!
 //! This phase checks the grammar: known keys, the kind of literal each key takes, each key
-//! at most once. Ranges and the type tag's characters are checked later, in `valid`. An
+//! at most once, and at most one of `key(...)` and `key_fn`. Ranges and the type tag's characters are checked later, in `valid`. An
 //! item that is wrong but well-formed is reported and skipped, so that one compile shows
 //! every mistake.
 
-use proc_macro2::TokenTree;
+use proc_macro2::{Span, TokenTree};
 use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::parse::ParseStream;
 use syn::{
-    parenthesized, token, Attribute, Error, Expr, ExprLit, ExprUnary, Ident, Lit, LitInt, LitStr,
-    Member, Path, Result, Token, UnOp,
+    parenthesized, token, Attribute, Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitInt,
+    LitStr, Member, Path, Result, Token, UnOp,
 };
 
-use crate::ast::{Attrs, KeyAttr, Spanned, TimeUnit, Timeout};
+use crate::ast::{Attrs, FnPath, KeyAttr, Spanned, TimeUnit, Timeout};
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[outbox(...)]`.
-const KEYS: [&str; 6] = [
+const KEYS: [&str; 8] = [
     "type",
     "key",
+    "key_fn",
+    "validate",
     "max_attempts",
     "priority",
     "timeout",
@@ -29,8 +31,9 @@ const KEYS: [&str; 6] = [
 ];
 
 /// The keys accepted inside `#[outbox(...)]`, as listed in error messages.
-const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `max_attempts = N`, \
-                        `priority = N`, `timeout = \"30s\"`, `crate = \"path\"`";
+const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `key_fn = \"path\"`, \
+                        `validate = \"path\"`, `max_attempts = N`, `priority = N`, \
+                        `timeout = \"30s\"`, `crate = \"path\"`";
 
 /// The forms `timeout = "..."` accepts, as listed in error messages.
 const TIMEOUT_FORMS: &str = "an integer followed by `ms`, `s`, `m` or `h` \
@@ -65,7 +68,18 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
         }
         "key" => {
             let key = key(meta)?;
-            set(&mut out.key, Ok(key), meta, errors);
+            let key = one_key(out.key_fn.is_some(), meta).and(Ok(key));
+            set(&mut out.key, key, meta, errors);
+        }
+        "key_fn" | "validate" => {
+            let usage = format!("{name} = \"path::to::function\"");
+            let expr = value(meta, &usage)?;
+            let path = lit_str(&expr, &usage).and_then(|lit| fn_path(lit, &name));
+            let (slot, path) = match name.as_str() {
+                "key_fn" => (&mut out.key_fn, one_key(out.key.is_some(), meta).and(path)),
+                _ => (&mut out.validate, path),
+            };
+            set(slot, path, meta, errors);
         }
         "max_attempts" | "priority" => {
             let usage = format!("{name} = 5");
@@ -121,6 +135,36 @@ fn set<T>(slot: &mut Option<T>, value: Result<T>, meta: &ParseNestedMeta, errors
     match value {
         Ok(value) => *slot = Some(value),
         Err(err) => errors.push(err),
+    }
+}
+
+/// Refuses `meta`, one of `key(...)` and `key_fn`, when the other one came before it.
+fn one_key(other_given: bool, meta: &ParseNestedMeta) -> Result<()> {
+    if !other_given {
+        return Ok(());
+    }
+    let msg = "`key(...)` and `key_fn` both give the idempotency key; use one of them";
+    Err(Error::new_spanned(&meta.path, msg))
+}
+
+/// Parses the function path in `validate = "..."` or `key_fn = "..."`, the key `name`.
+fn fn_path(lit: LitStr, name: &str) -> Result<FnPath> {
+    let span = lit.span().resolved_at(Span::call_site());
+    let mut at_call_site = lit.clone();
+    at_call_site.set_span(span);
+    match at_call_site.parse::<ExprPath>() {
+        Ok(path) if path.attrs.is_empty() => Ok(FnPath { path, span }),
+        _ => {
+            let returns = match name {
+                "key_fn" => "Option<String>",
+                _ => "Result<(), InvalidMessage>",
+            };
+            let msg = format!(
+                "expected the path of a function `fn(&Self) -> {returns}`, \
+                 such as \"check\", \"Self::check\" or \"crate::rules::check\""
+            );
+            Err(Error::new_spanned(&lit, msg))
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Member, Path};
 
-use crate::ast::{Input, KeyAttr, Shape};
+use crate::ast::{FnPath, Input, KeyAttr, Shape};
 use crate::valid::Errors;
 
 /// Parses, validates and expands one derive input; errors become `compile_error!`s.
@@ -32,7 +32,8 @@ fn krate(input: &Input) -> Path {
     }
 }
 
-/// The full implementation: tag, defaults and, with `key(...)`, the idempotency key.
+/// The full implementation: tag, defaults and, when given, the idempotency key and the
+/// validation.
 fn impl_message(input: &Input) -> TokenStream {
     let krate = krate(input);
     let ident = input.ident;
@@ -62,10 +63,19 @@ fn impl_message(input: &Input) -> TokenStream {
             quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#millis)))
         }
     };
-    let key_fn = match (&attrs.key, &input.shape) {
-        (Some(key), Shape::Named(fields)) => idempotency_key(key, fields),
+    let key_fn = match (&attrs.key_fn, &attrs.key, &input.shape) {
+        (Some(function), _, _) => delegate(
+            quote!(fn idempotency_key(&self) -> ::core::option::Option<::std::string::String>),
+            function,
+        ),
+        (None, Some(key), Shape::Named(fields)) => idempotency_key(key, fields),
         _ => TokenStream::new(),
     };
+    let validate_fn = attrs.validate.as_ref().map(|function| {
+        let signature =
+            quote!(fn validate(&self) -> ::core::result::Result<(), #krate::InvalidMessage>);
+        delegate(signature, function)
+    });
     quote! {
         #[automatically_derived]
         impl #krate::OutboxMessage for #ident {
@@ -76,6 +86,21 @@ fn impl_message(input: &Input) -> TokenStream {
                 timeout: #timeout,
             };
             #key_fn
+            #validate_fn
+        }
+    }
+}
+
+/// The method with signature `signature` whose body calls `function(self)`.
+///
+/// The call carries the span of the string literal naming the function, so that a function
+/// of the wrong signature is reported there rather than at the derive.
+fn delegate(signature: TokenStream, function: &FnPath) -> TokenStream {
+    let path = &function.path;
+    let call = quote_spanned!(function.span=> #path(self));
+    quote! {
+        #signature {
+            #call
         }
     }
 }

@@ -19,6 +19,10 @@ use syn::{parse_macro_input, DeriveInput};
 /// - `type = "registration.user_mail"`: the type tag; default: the type's name in snake_case.
 /// - `key(field_a, field_b)`: the idempotency key, the fields' `Display` joined with `:`
 ///   (structs with named fields only).
+/// - `key_fn = "path::to::function"`: the idempotency key returned by a
+///   `fn(&Self) -> Option<String>`, for any shape; give either `key(...)` or `key_fn`.
+/// - `validate = "path::to::function"`: `OutboxMessage::validate` delegates to a
+///   `fn(&Self) -> Result<(), InvalidMessage>`; default: every message is accepted.
 /// - `max_attempts = 5` (1 to 1000), `priority = 3` (0 to 65535),
 ///   `timeout = "30s"` (`ms`, `s`, `m`, `h`, or `"none"`): per-type defaults; each one not
 ///   given is taken from `MessageDefaults::DEFAULT`.

@@ -140,10 +140,11 @@ impl Input<'_> {
             Shape::Named(fields) => fields,
             Shape::Union(_) => return,
             other => {
+                let name = self.ident.unraw();
                 let msg = format!(
-                    "key(...) names fields of a struct with named fields, and `{}` is {}; \
-                     implement OutboxMessage by hand to give it an idempotency_key",
-                    self.ident.unraw(),
+                    "key(...) names fields of a struct with named fields, and `{name}` is {}; \
+                     use #[outbox(key_fn = \"path::to::function\")] instead, naming a \
+                     `fn(&{name}) -> Option<String>`",
                     other.describe()
                 );
                 return errors.push(Error::new_spanned(key, msg));

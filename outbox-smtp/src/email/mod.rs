@@ -15,7 +15,7 @@ mod validate;
 
 use std::collections::BTreeMap;
 
-use outbox_core::{InvalidMessage, MessageDefaults, OutboxMessage};
+use outbox_derive::OutboxMessage;
 use serde::{Deserialize, Serialize};
 
 pub use address::Mailbox;
@@ -42,7 +42,13 @@ pub use builder::EmailBuilder;
 /// Its type tag is `outbox.email` ([`Email::TYPE`](OutboxMessage::TYPE)). The fields are
 /// public so that an application can read and adjust an email (say, in an orphan check or
 /// before enqueue); [`validate`](OutboxMessage::validate) runs at enqueue in any case.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, OutboxMessage)]
+#[outbox(
+    crate = "outbox_core",
+    type = "outbox.email",
+    key_fn = "Email::key",
+    validate = "validate::email"
+)]
 #[non_exhaustive]
 pub struct Email {
     /// The sender (`From`).
@@ -118,15 +124,9 @@ impl Email {
     }
 }
 
-impl OutboxMessage for Email {
-    const TYPE: &'static str = "outbox.email";
-    const DEFAULTS: MessageDefaults = MessageDefaults::DEFAULT;
-
-    fn idempotency_key(&self) -> Option<String> {
+impl Email {
+    /// The idempotency key given to the builder, if any (the derive's `key_fn`).
+    fn key(&self) -> Option<String> {
         self.idempotency_key.clone()
-    }
-
-    fn validate(&self) -> Result<(), InvalidMessage> {
-        validate::email(self)
     }
 }
