@@ -1,0 +1,270 @@
+//! A fresh database per run on each backend, the business table of the enqueue workload,
+//! and the raw-SQL drain floor.
+
+use std::time::Instant;
+
+use outbox::backend::Backend;
+
+/// The backends the bench can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+impl Kind {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "sqlite" => Ok(Kind::Sqlite),
+            "postgres" => Ok(Kind::Postgres),
+            "mysql" => Ok(Kind::Mysql),
+            other => Err(format!(
+                "unknown backend `{other}`: use sqlite, postgres or mysql"
+            )),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
+            Kind::Mysql => "mysql",
+        }
+    }
+}
+
+/// One fresh database and its pool.
+pub enum Db {
+    Sqlite(sqlx::SqlitePool, #[allow(dead_code)] tempfile::TempDir),
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool, String),
+    #[cfg(feature = "mysql")]
+    Mysql(sqlx::MySqlPool, String),
+}
+
+fn fresh_name() -> String {
+    format!(
+        "outbox_bench_{}_{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() ^ rand_u32() as u128
+    )
+}
+
+fn rand_u32() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+}
+
+fn with_database(url: &str, db: &str) -> String {
+    let cut = url.rfind('/').expect("a database URL has a path");
+    format!("{}/{db}", &url[..cut])
+}
+
+impl Db {
+    /// A new, migrated database with the `orders` business table.
+    pub async fn fresh(kind: Kind) -> Db {
+        use sqlx::{Connection, Executor};
+        let db = match kind {
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+                Db::Sqlite(outbox::sqlite::connect(&url).await.unwrap(), dir)
+            }
+            #[cfg(feature = "postgres")]
+            Kind::Postgres => {
+                let admin = std::env::var("OUTBOX_TEST_POSTGRES_URL")
+                    .unwrap_or(outbox::postgres::DEFAULT_URL.into());
+                let name = fresh_name();
+                let mut c = sqlx::PgConnection::connect(&admin)
+                    .await
+                    .expect("PostgreSQL unreachable");
+                c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "CREATE DATABASE {name}"
+                ))))
+                .await
+                .unwrap();
+                Db::Postgres(
+                    outbox::postgres::connect(&with_database(&admin, &name))
+                        .await
+                        .unwrap(),
+                    name,
+                )
+            }
+            #[cfg(feature = "mysql")]
+            Kind::Mysql => {
+                let admin = std::env::var("OUTBOX_TEST_MYSQL_URL")
+                    .unwrap_or(outbox::mysql::DEFAULT_URL.into());
+                let name = fresh_name();
+                let mut c = sqlx::MySqlConnection::connect(&admin)
+                    .await
+                    .expect("MariaDB/MySQL unreachable");
+                c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "CREATE DATABASE {name}"
+                ))))
+                .await
+                .unwrap();
+                Db::Mysql(
+                    outbox::mysql::connect(&with_database(&admin, &name))
+                        .await
+                        .unwrap(),
+                    name,
+                )
+            }
+            #[allow(unreachable_patterns)]
+            _ => panic!("backend `{}` needs its cargo feature", kind.name()),
+        };
+        let ddl = match kind {
+            Kind::Sqlite => "CREATE TABLE orders (id INTEGER PRIMARY KEY, email TEXT NOT NULL)",
+            _ => "CREATE TABLE orders (id BIGINT PRIMARY KEY, email TEXT NOT NULL)",
+        };
+        db.migrate().await;
+        db.execute(ddl).await;
+        db
+    }
+
+    async fn migrate(&self) {
+        match self {
+            Db::Sqlite(p, _) => outbox::SqliteBackend::new(p.clone())
+                .migrate()
+                .await
+                .unwrap(),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(p, _) => outbox::PostgresBackend::new(p.clone())
+                .migrate()
+                .await
+                .unwrap(),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(p, _) => outbox::MySqlBackend::new(p.clone())
+                .migrate()
+                .await
+                .unwrap(),
+        }
+    }
+
+    pub async fn execute(&self, sql: &'static str) {
+        match self {
+            Db::Sqlite(p, _) => drop(sqlx::query(sql).execute(p).await.unwrap()),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(p, _) => drop(sqlx::query(sql).execute(p).await.unwrap()),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(p, _) => drop(sqlx::query(sql).execute(p).await.unwrap()),
+        }
+    }
+
+    /// Drops a server database (SQLite's directory goes with the value).
+    pub async fn cleanup(self) {
+        use sqlx::{Connection, Executor};
+        match self {
+            Db::Sqlite(p, _) => p.close().await,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(p, name) => {
+                p.close().await;
+                let admin = std::env::var("OUTBOX_TEST_POSTGRES_URL")
+                    .unwrap_or(outbox::postgres::DEFAULT_URL.into());
+                let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
+                let _ = c
+                    .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE {name} WITH (FORCE)"
+                    ))))
+                    .await;
+            }
+            #[cfg(feature = "mysql")]
+            Db::Mysql(p, name) => {
+                p.close().await;
+                let admin = std::env::var("OUTBOX_TEST_MYSQL_URL")
+                    .unwrap_or(outbox::mysql::DEFAULT_URL.into());
+                let mut c = sqlx::MySqlConnection::connect(&admin).await.unwrap();
+                let _ = c
+                    .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE {name}"
+                    ))))
+                    .await;
+            }
+        }
+    }
+
+    /// The raw-SQL floor: claim 10 pending rows, then delete them, on one connection,
+    /// until none is left. Returns how many rows it consumed.
+    pub async fn raw_floor(&self, queue: &str) -> u64 {
+        let mut total = 0u64;
+        match self {
+            Db::Sqlite(p, _) => {
+                let mut c = p.acquire().await.unwrap();
+                loop {
+                    let ids: Vec<String> = sqlx::query_scalar(
+                        "UPDATE Jobs SET status = 'Queued' WHERE ROWID IN (SELECT ROWID FROM Jobs \
+                         WHERE job_type = ? AND status = 'Pending' ORDER BY priority DESC, run_at, id LIMIT 10) RETURNING id",
+                    )
+                    .bind(queue)
+                    .fetch_all(&mut *c)
+                    .await
+                    .unwrap();
+                    if ids.is_empty() {
+                        return total;
+                    }
+                    total += ids.len() as u64;
+                    sqlx::query("DELETE FROM Jobs WHERE id IN (SELECT value FROM json_each(?))")
+                        .bind(serde_json::to_string(&ids).unwrap())
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres(p, _) => {
+                let mut c = p.acquire().await.unwrap();
+                loop {
+                    let ids: Vec<String> = sqlx::query_scalar(
+                        "UPDATE apalis.jobs SET status = 'Queued' WHERE id IN (SELECT id FROM apalis.jobs \
+                         WHERE job_type = $1 AND status = 'Pending' ORDER BY priority DESC, run_at LIMIT 10 \
+                         FOR UPDATE SKIP LOCKED) RETURNING id",
+                    )
+                    .bind(queue)
+                    .fetch_all(&mut *c)
+                    .await
+                    .unwrap();
+                    if ids.is_empty() {
+                        return total;
+                    }
+                    total += ids.len() as u64;
+                    sqlx::query("DELETE FROM apalis.jobs WHERE id = ANY($1)")
+                        .bind(&ids)
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                }
+            }
+            #[cfg(feature = "mysql")]
+            Db::Mysql(p, _) => {
+                let mut c = p.acquire().await.unwrap();
+                loop {
+                    let mut tx = sqlx::Connection::begin(&mut *c).await.unwrap();
+                    let ids: Vec<String> = sqlx::query_scalar(
+                        "SELECT id FROM outbox_jobs WHERE job_type = ? AND status = 'Pending' \
+                         ORDER BY priority DESC, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED",
+                    )
+                    .bind(queue)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .unwrap();
+                    if ids.is_empty() {
+                        tx.commit().await.unwrap();
+                        return total;
+                    }
+                    total += ids.len() as u64;
+                    sqlx::query(
+                        "DELETE FROM outbox_jobs WHERE id IN \
+                         (SELECT i FROM JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(36) PATH '$')) AS t)",
+                    )
+                    .bind(serde_json::to_string(&ids).unwrap())
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                    tx.commit().await.unwrap();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The outbox benchmark: our figures beside the baselines they must beat.
+//!
+//! ```sh
+//! cargo run --release --example bench --features postgres,mysql,smtp -- \
+//!     [--backend sqlite|postgres|mysql] [--workload NAME] [--n N] [--runs 3] [--json FILE]
+//! scripts/bench.sh        # every backend and workload, with postfix's smtp-sink for `email`
+//! ```
+//!
+//! Workloads: enqueue, fanout, drain (N = 5,000 and 200,000, plus raw apalis and the raw
+//! SQL floor), latency, email, ratelimit, memory. Each figure is the median of `--runs`
+//! runs, each on a fresh database. Method and results: BENCHMARKS.md.
+
+mod db;
+#[cfg(feature = "smtp")]
+mod email;
+mod pools;
+mod workloads;
+
+use std::fmt::Write as _;
+
+use db::{Db, Kind};
+use serde::Serialize;
+use workloads::DrainPart;
+
+/// One measured figure, with its baseline and target when it has them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    workload: String,
+    backend: String,
+    n: u64,
+    value: f64,
+    unit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    met: Option<bool>,
+    runs: Vec<f64>,
+}
+
+impl Figure {
+    pub fn new(workload: &str, n: u64, value: f64, unit: &str) -> Self {
+        Figure {
+            workload: workload.into(),
+            backend: String::new(),
+            n,
+            value,
+            unit: unit.into(),
+            baseline: None,
+            baseline_value: None,
+            ratio: None,
+            target: None,
+            met: None,
+            runs: vec![value],
+        }
+    }
+
+    pub fn baseline(mut self, name: &str, value: f64) -> Self {
+        self.baseline = Some(name.into());
+        self.baseline_value = Some(value);
+        self
+    }
+}
+
+struct Args {
+    backends: Vec<Kind>,
+    workloads: Vec<String>,
+    n: Option<u64>,
+    runs: usize,
+    json: Option<String>,
+}
+
+const ALL: [&str; 7] = [
+    "enqueue",
+    "fanout",
+    "drain",
+    "latency",
+    "email",
+    "ratelimit",
+    "memory",
+];
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        backends: vec![],
+        workloads: vec![],
+        n: None,
+        runs: 3,
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--backend" => args.backends.push(Kind::parse(&value()?)?),
+            "--workload" => {
+                let w = value()?;
+                if !ALL.contains(&w.as_str()) {
+                    return Err(format!("unknown workload `{w}`; one of {}", ALL.join(", ")));
+                }
+                args.workloads.push(w);
+            }
+            "--n" => args.n = Some(value()?.parse().map_err(|e| format!("--n: {e}"))?),
+            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--json" => args.json = Some(value()?),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if args.backends.is_empty() {
+        args.backends.push(Kind::Sqlite);
+    }
+    if args.workloads.is_empty() {
+        args.workloads = ALL.iter().map(|s| s.to_string()).collect();
+    }
+    Ok(args)
+}
+
+/// The targets of issue 6, by backend and workload.
+fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
+    let v = f.value;
+    let at_least = |t: f64| Some((format!("≥ {t}"), v >= t));
+    let at_most = |t: f64| Some((format!("≤ {t}"), v <= t));
+    match (f.workload.as_str(), kind) {
+        ("drain", Kind::Sqlite) if f.n <= 5_000 => at_least(12_000.0),
+        ("drain", Kind::Postgres) => at_least(10_000.0),
+        ("drain", Kind::Mysql) => at_least(4_000.0),
+        ("enqueue", _) => f.ratio.map(|r| ("≥ 0.85 × floor".to_string(), r >= 0.85)),
+        ("fanout", Kind::Sqlite) => at_least(100_000.0),
+        ("latency.p50", _) => at_most(20.0),
+        ("latency.p99", _) => at_most(100.0),
+        ("email.end_to_end", _) => at_least(5_000.0),
+        ("email.sender_pooled", _) => at_least(8_000.0),
+        ("ratelimit.max_1s_window", _) => f.baseline_value.map(|b| (format!("≤ {b}"), v <= b)),
+        ("ratelimit.utilisation", _) => at_least(95.0),
+        ("memory.peak_rss", _) => at_most(100.0),
+        _ => None,
+    }
+}
+
+/// Runs one workload once on a fresh database.
+async fn run_once(kind: Kind, workload: &str, n: Option<u64>) -> Vec<Figure> {
+    let db = Db::fresh(kind).await;
+    let figures = match &db {
+        Db::Sqlite(p, _) => run_on(p, &db, workload, n).await,
+        #[cfg(feature = "postgres")]
+        Db::Postgres(p, _) => run_on(p, &db, workload, n).await,
+        #[cfg(feature = "mysql")]
+        Db::Mysql(p, _) => run_on(p, &db, workload, n).await,
+    };
+    db.cleanup().await;
+    figures
+}
+
+async fn run_on<P: pools::BenchPool>(
+    pool: &P,
+    db: &Db,
+    workload: &str,
+    n: Option<u64>,
+) -> Vec<Figure> {
+    match workload {
+        "enqueue" => workloads::enqueue(pool, n.unwrap_or(2_000)).await,
+        "fanout" => workloads::fanout(pool, n.unwrap_or(200_000)).await,
+        "drain" | "drain.200k" => {
+            workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Full).await
+        }
+        "drain.apalis" => workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Bare).await,
+        "drain.floor" => workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Floor).await,
+        "latency" => workloads::latency(pool, n.unwrap_or(200), 20.0).await,
+        "ratelimit" => workloads::ratelimit(pool, 100.0, 10, 30.0).await,
+        "memory" => workloads::memory(pool, n.unwrap_or(200_000)).await,
+        #[cfg(feature = "smtp")]
+        "email" => {
+            if !email::sink_is_up().await {
+                eprintln!(
+                    "email: no SMTP sink at {:?}; start one with scripts/bench.sh",
+                    email::sink()
+                );
+                return vec![];
+            }
+            let mut f = email::end_to_end(pool, n.unwrap_or(20_000)).await;
+            f.extend(email::sender_alone(n.unwrap_or(20_000)).await);
+            f
+        }
+        other => {
+            eprintln!("{other}: needs a cargo feature this build lacks (email needs `smtp`)");
+            vec![]
+        }
+    }
+}
+
+/// The medians of several runs, figure by figure.
+fn medians(runs: Vec<Vec<Figure>>) -> Vec<Figure> {
+    let Some(first) = runs.first() else {
+        return vec![];
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.get(i).map(|x| x.value))
+                .collect();
+            let mut baselines: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.get(i).and_then(|x| x.baseline_value))
+                .collect();
+            let raw = values.clone();
+            values.sort_by(f64::total_cmp);
+            baselines.sort_by(f64::total_cmp);
+            let mut m = f.clone();
+            m.value = values[values.len() / 2];
+            m.baseline_value = baselines.get(baselines.len() / 2).copied();
+            m.runs = raw;
+            m
+        })
+        .collect()
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_owned())
+        })
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    let rustc = std::process::Command::new("rustc")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    format!(
+        "machine: {cores} cores, {mem:.1} GiB; {rustc}; outbox {} (apalis 1.0, sqlx 0.9, lettre 0.11); {} build",
+        env!("CARGO_PKG_VERSION"),
+        if cfg!(debug_assertions) { "DEBUG" } else { "release" }
+    )
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}\nusage: bench [--backend sqlite|postgres|mysql] [--workload NAME] [--n N] [--runs K] [--json FILE]");
+            std::process::exit(2);
+        }
+    };
+    println!("{}", machine());
+    let mut all = Vec::new();
+    for &kind in &args.backends {
+        for w in &args.workloads {
+            let parts: Vec<(&str, Option<u64>)> = match (w.as_str(), args.n) {
+                ("drain", None) => vec![
+                    ("drain", Some(5_000)),
+                    ("drain.apalis", Some(5_000)),
+                    ("drain.floor", Some(5_000)),
+                    ("drain", Some(200_000)),
+                    ("drain.floor", Some(200_000)),
+                ],
+                ("drain", n) => vec![("drain", n), ("drain.apalis", n), ("drain.floor", n)],
+                (w, n) => vec![(w, n)],
+            };
+            for (part, n) in parts {
+                let mut runs = Vec::new();
+                for run in 0..args.runs.max(1) {
+                    eprintln!(
+                        "[{}] {part} n={n:?} run {}/{}",
+                        kind.name(),
+                        run + 1,
+                        args.runs
+                    );
+                    runs.push(run_once(kind, part, n).await);
+                }
+                for mut f in medians(runs) {
+                    f.backend = kind.name().into();
+                    all.push(f);
+                }
+            }
+        }
+        link_baselines(&mut all, kind);
+    }
+    for f in all.iter_mut() {
+        let kind = Kind::parse(&f.backend).expect("backend name");
+        if let Some((t, met)) = target(kind, f) {
+            f.target = Some(t);
+            f.met = Some(met);
+        }
+    }
+    print_table(&all);
+    if let Some(path) = args.json {
+        std::fs::write(&path, serde_json::to_string_pretty(&all).unwrap())
+            .expect("write --json file");
+        println!("\nwrote {path}");
+    }
+}
+
+/// The drain's baselines are separate runs: attach them to the full-stack figure.
+fn link_baselines(all: &mut [Figure], kind: Kind) {
+    let find = |all: &[Figure], w: &str, n: u64| {
+        all.iter()
+            .find(|f| f.backend == kind.name() && f.workload == w && f.n == n)
+            .map(|f| f.value)
+    };
+    let pairs: Vec<(usize, Option<f64>, Option<f64>)> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.backend == kind.name() && f.workload == "drain")
+        .map(|(i, f)| {
+            (
+                i,
+                find(all, "drain.apalis", f.n),
+                find(all, "drain.floor", f.n),
+            )
+        })
+        .collect();
+    for (i, bare, floor) in pairs {
+        if let Some(b) = bare {
+            all[i].baseline = Some("raw apalis".into());
+            all[i].baseline_value = Some(b);
+        } else if let Some(fl) = floor {
+            all[i].baseline = Some("raw SQL floor".into());
+            all[i].baseline_value = Some(fl);
+        }
+    }
+    for f in all.iter_mut().filter(|f| f.backend == kind.name()) {
+        if let Some(b) = f.baseline_value {
+            f.ratio = Some(f.value / b);
+        }
+    }
+}
+
+fn print_table(all: &[Figure]) {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:<9} {:<26} {:>8} {:>12} {:<7} {:<18} {:>10} {:>7} {:<16} met",
+        "backend", "workload", "n", "value", "unit", "baseline", "base", "ratio", "target"
+    );
+    for f in all {
+        let _ = writeln!(
+            out,
+            "{:<9} {:<26} {:>8} {:>12.1} {:<7} {:<18} {:>10} {:>7} {:<16} {}",
+            f.backend,
+            f.workload,
+            f.n,
+            f.value,
+            f.unit,
+            f.baseline.as_deref().unwrap_or("-"),
+            f.baseline_value.map_or("-".into(), |b| format!("{b:.1}")),
+            f.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+            f.target.as_deref().unwrap_or("-"),
+            f.met.map_or("", |m| if m { "yes" } else { "NO" }),
+        );
+    }
+    print!("{out}");
+}

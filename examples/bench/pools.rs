@@ -1,0 +1,69 @@
+//! What the workloads need from a backend's pool, once per database.
+
+use futures::future::BoxFuture;
+use outbox::{backend::Backend, enqueue_many, Enqueue, OutboxMessage};
+
+/// A pool the bench can enqueue through, with and without the outbox.
+pub trait BenchPool: Clone + Send + Sync + 'static {
+    type Backend: Backend;
+    fn backend(&self) -> Self::Backend;
+    /// One transaction: a business row, plus `msg` when given.
+    fn order_tx<'a, M: OutboxMessage>(&'a self, id: i64, msg: Option<&'a M>) -> BoxFuture<'a, ()>;
+    /// One transaction holding every message of `msgs`.
+    fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()>;
+}
+
+macro_rules! bench_pool {
+    ($pool:ty, $backend:ty, $insert:literal) => {
+        impl BenchPool for $pool {
+            type Backend = $backend;
+            fn backend(&self) -> $backend {
+                <$backend>::new(self.clone())
+            }
+            fn order_tx<'a, M: OutboxMessage>(
+                &'a self,
+                id: i64,
+                msg: Option<&'a M>,
+            ) -> BoxFuture<'a, ()> {
+                Box::pin(async move {
+                    let mut tx = self.begin().await.unwrap();
+                    sqlx::query($insert)
+                        .bind(id)
+                        .bind("buyer@example.com")
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    if let Some(m) = msg {
+                        m.enqueue(&mut *tx).await.unwrap();
+                    }
+                    tx.commit().await.unwrap();
+                })
+            }
+            fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()> {
+                Box::pin(async move {
+                    let mut tx = self.begin().await.unwrap();
+                    enqueue_many(&mut *tx, msgs).await.unwrap();
+                    tx.commit().await.unwrap();
+                })
+            }
+        }
+    };
+}
+
+bench_pool!(
+    sqlx::SqlitePool,
+    outbox::SqliteBackend,
+    "INSERT INTO orders (id, email) VALUES (?, ?)"
+);
+#[cfg(feature = "postgres")]
+bench_pool!(
+    sqlx::PgPool,
+    outbox::PostgresBackend,
+    "INSERT INTO orders (id, email) VALUES ($1, $2)"
+);
+#[cfg(feature = "mysql")]
+bench_pool!(
+    sqlx::MySqlPool,
+    outbox::MySqlBackend,
+    "INSERT INTO orders (id, email) VALUES (?, ?)"
+);

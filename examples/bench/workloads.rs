@@ -1,0 +1,265 @@
+//! The workloads. Each returns its figures; `main` prints and records them.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use outbox::{
+    backend::{Backend, QueueSettings, WorkerContext},
+    prelude::*,
+    RateLimit,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{db::Db, pools::BenchPool, Figure};
+
+/// The bench's message: a small payload, like an id and a template name.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "bench.noop")]
+pub struct Noop {
+    pub n: u64,
+    pub template: String,
+}
+
+pub fn noops(n: u64) -> Vec<Noop> {
+    (0..n)
+        .map(|n| Noop {
+            n,
+            template: "order_confirmation".into(),
+        })
+        .collect()
+}
+
+async fn noop(_: Noop, _: MessageContext) -> Result<(), HandlerError> {
+    Ok(())
+}
+
+fn drain_options() -> QueueOptions {
+    QueueOptions::new().concurrency(10)
+}
+
+/// N transactions each inserting a business row and a message, against the rows alone.
+pub async fn enqueue<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    let floor_started = Instant::now();
+    for i in 0..n {
+        pool.order_tx::<Noop>(i as i64, None).await;
+    }
+    let floor = n as f64 / floor_started.elapsed().as_secs_f64();
+    let msgs = noops(n);
+    let started = Instant::now();
+    for (i, m) in msgs.iter().enumerate() {
+        pool.order_tx(1_000_000 + i as i64, Some(m)).await;
+    }
+    let ours = n as f64 / started.elapsed().as_secs_f64();
+    vec![Figure::new("enqueue", n, ours, "tx/s").baseline("business row only", floor)]
+}
+
+/// One transaction with `n` messages.
+pub async fn fanout<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    let msgs = noops(n);
+    let started = Instant::now();
+    pool.fan_out(&msgs).await;
+    vec![Figure::new(
+        "fanout",
+        n,
+        n as f64 / started.elapsed().as_secs_f64(),
+        "msgs/s",
+    )]
+}
+
+/// The full stack draining `n`; with `memory`, the peak RSS during the drain too.
+pub async fn drain_full<P: BenchPool>(pool: &P, n: u64, memory: bool) -> (f64, Option<f64>) {
+    pool.fan_out(&noops(n)).await;
+    let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(noop, drain_options());
+    if memory {
+        reset_peak_rss();
+    }
+    let started = Instant::now();
+    let report = outbox.drain().await.unwrap();
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(report.counts.delivered, n, "the drain delivered everything");
+    (rate, memory.then(peak_rss_mb))
+}
+
+/// apalis alone on the same storage draining `n` (no outbox layers, no-op handler).
+pub async fn drain_bare<P: BenchPool>(pool: &P, n: u64) -> f64 {
+    pool.fan_out(&noops(n)).await;
+    let admin = Outbox::new(pool.backend()).admin();
+    let ctx = WorkerContext::new(&format!("bare-{}", std::process::id()));
+    let settings = QueueSettings {
+        queue: Noop::TYPE,
+        concurrency: 10,
+        batch_size: 10,
+        poll_interval: Duration::from_millis(50),
+        heartbeat_interval: Duration::from_secs(10),
+        missed_heartbeats: 3,
+    };
+    let started = Instant::now();
+    let worker = tokio::spawn(pool.backend().run_bare_worker(ctx.clone(), settings));
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let done = admin
+            .status_counts()
+            .await
+            .unwrap()
+            .first()
+            .map_or(0, |c| c.done);
+        if done >= n {
+            break;
+        }
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let _ = ctx.stop();
+    let _ = worker.await;
+    rate
+}
+
+/// Drain throughput of the full stack, raw apalis and the raw-SQL floor.
+pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) -> Vec<Figure> {
+    match which {
+        DrainPart::Full => {
+            let (rate, _) = drain_full(pool, n, false).await;
+            vec![Figure::new("drain", n, rate, "msgs/s")]
+        }
+        DrainPart::Bare => vec![Figure::new(
+            "drain.apalis",
+            n,
+            drain_bare(pool, n).await,
+            "msgs/s",
+        )],
+        DrainPart::Floor => {
+            pool.fan_out(&noops(n)).await;
+            let started = Instant::now();
+            let got = db.raw_floor(Noop::TYPE).await;
+            assert_eq!(got, n);
+            vec![Figure::new(
+                "drain.floor",
+                n,
+                n as f64 / started.elapsed().as_secs_f64(),
+                "msgs/s",
+            )]
+        }
+    }
+}
+
+/// Which drain to run.
+#[derive(Debug, Clone, Copy)]
+pub enum DrainPart {
+    Full,
+    Bare,
+    Floor,
+}
+
+/// Commit → handler start, idle worker, `n` messages committed one by one at `per_sec`.
+pub async fn latency<P: BenchPool>(pool: &P, n: u64, per_sec: f64) -> Vec<Figure> {
+    let started_at: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
+    let outbox = Outbox::with_state(pool.backend(), Arc::clone(&started_at))
+        .register_with::<Noop, _>(
+            |m: Noop, ctx: MessageContext<Arc<Mutex<HashMap<u64, Instant>>>>| async move {
+                ctx.state().lock().unwrap().insert(m.n, Instant::now());
+                Ok::<(), HandlerError>(())
+            },
+            drain_options(),
+        );
+    let mut committed = HashMap::new();
+    outbox
+        .run_until(async {
+            tokio::time::sleep(Duration::from_millis(500)).await; // idle
+            for m in noops(n) {
+                pool.order_tx(m.n as i64, Some(&m)).await;
+                committed.insert(m.n, Instant::now());
+                tokio::time::sleep(Duration::from_secs_f64(1.0 / per_sec)).await;
+            }
+            while started_at.lock().unwrap().len() < n as usize {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+    let started_at = started_at.lock().unwrap();
+    let mut ms: Vec<f64> = committed
+        .iter()
+        .map(|(k, c)| started_at[k].saturating_duration_since(*c).as_secs_f64() * 1000.0)
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    let pick = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
+    vec![
+        Figure::new("latency.p50", n, pick(0.5), "ms"),
+        Figure::new("latency.p99", n, pick(0.99), "ms"),
+    ]
+}
+
+/// A bucket of `rate`/s (burst `burst`) with a backlog lasting `seconds`.
+pub async fn ratelimit<P: BenchPool>(pool: &P, rate: f64, burst: u32, seconds: f64) -> Vec<Figure> {
+    let n = (rate * seconds) as u64 + u64::from(burst);
+    pool.fan_out(&noops(n)).await;
+    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let outbox = Outbox::with_state(pool.backend(), Arc::clone(&starts))
+        .rate_limit("bench", RateLimit::per_second(rate).burst(burst))
+        .register_with::<Noop, _>(
+            |_: Noop, ctx: MessageContext<Arc<Mutex<Vec<Instant>>>>| async move {
+                ctx.state().lock().unwrap().push(Instant::now());
+                Ok::<(), HandlerError>(())
+            },
+            drain_options().rate_limit("bench"),
+        );
+    outbox.drain().await.unwrap();
+    let mut t = starts.lock().unwrap().clone();
+    t.sort();
+    let worst = (0..t.len())
+        .map(|i| {
+            t[i..]
+                .iter()
+                .take_while(|u| **u - t[i] < Duration::from_secs(1))
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    let span = (t[t.len() - 1] - t[0]).as_secs_f64();
+    let budget = f64::from(burst) + rate * span;
+    vec![
+        Figure::new(
+            "ratelimit.started_per_s",
+            n,
+            t.len() as f64 / span,
+            "msgs/s",
+        )
+        .baseline("bucket rate", rate),
+        Figure::new("ratelimit.max_1s_window", n, worst as f64, "msgs")
+            .baseline("burst + R", f64::from(burst) + rate),
+        Figure::new(
+            "ratelimit.utilisation",
+            n,
+            100.0 * t.len() as f64 / budget,
+            "%",
+        ),
+    ]
+}
+
+/// Peak RSS of the whole stack draining `n` (the worker process).
+pub async fn memory<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    let (_, peak) = drain_full(pool, n, true).await;
+    vec![Figure::new(
+        "memory.peak_rss",
+        n,
+        peak.unwrap_or(f64::NAN),
+        "MB",
+    )]
+}
+
+/// Resets the kernel's peak-RSS counter of this process (Linux ≥ 4.0).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's peak RSS since the last reset, in MB.
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
