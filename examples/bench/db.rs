@@ -58,8 +58,14 @@ fn rand_u32() -> u32 {
 }
 
 fn with_database(url: &str, db: &str) -> String {
-    let cut = url.rfind('/').expect("a database URL has a path");
-    format!("{}/{db}", &url[..cut])
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let cut = base.rfind('/').expect("a database URL has a path");
+    match query {
+        Some(q) => format!("{}/{db}?{q}", &base[..cut]),
+        None => format!("{}/{db}", &base[..cut]),
+    }
 }
 
 impl Db {
@@ -185,8 +191,9 @@ impl Db {
         }
     }
 
-    /// The raw-SQL floor: claim 10 pending rows, then delete them, on one connection,
-    /// until none is left. Returns how many rows it consumed.
+    /// The raw-SQL floor: claim any 10 pending rows (no priority order: the cheapest
+    /// claim), then delete them, on one connection, until none is left. Returns how many
+    /// rows it consumed.
     pub async fn raw_floor(&self, queue: &str) -> u64 {
         let mut total = 0u64;
         match self {
@@ -195,7 +202,7 @@ impl Db {
                 loop {
                     let ids: Vec<String> = sqlx::query_scalar(
                         "UPDATE Jobs SET status = 'Queued' WHERE ROWID IN (SELECT ROWID FROM Jobs \
-                         WHERE job_type = ? AND status = 'Pending' ORDER BY priority DESC, run_at, id LIMIT 10) RETURNING id",
+                         WHERE job_type = ? AND status = 'Pending' LIMIT 10) RETURNING id",
                     )
                     .bind(queue)
                     .fetch_all(&mut *c)
@@ -218,7 +225,7 @@ impl Db {
                 loop {
                     let ids: Vec<String> = sqlx::query_scalar(
                         "UPDATE apalis.jobs SET status = 'Queued' WHERE id IN (SELECT id FROM apalis.jobs \
-                         WHERE job_type = $1 AND status = 'Pending' ORDER BY priority DESC, run_at LIMIT 10 \
+                         WHERE job_type = $1 AND status = 'Pending' LIMIT 10 \
                          FOR UPDATE SKIP LOCKED) RETURNING id",
                     )
                     .bind(queue)
@@ -243,7 +250,7 @@ impl Db {
                     let mut tx = sqlx::Connection::begin(&mut *c).await.unwrap();
                     let ids: Vec<String> = sqlx::query_scalar(
                         "SELECT id FROM outbox_jobs WHERE job_type = ? AND status = 'Pending' \
-                         ORDER BY priority DESC, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED",
+                         LIMIT 10 FOR UPDATE SKIP LOCKED",
                     )
                     .bind(queue)
                     .fetch_all(&mut *tx)
@@ -255,8 +262,8 @@ impl Db {
                     }
                     total += ids.len() as u64;
                     sqlx::query(
-                        "DELETE FROM outbox_jobs WHERE id IN \
-                         (SELECT i FROM JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(36) PATH '$')) AS t)",
+                        "DELETE j FROM outbox_jobs AS j \
+                         JOIN JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(36) PATH '$')) AS t ON j.id = t.i",
                     )
                     .bind(serde_json::to_string(&ids).unwrap())
                     .execute(&mut *tx)

@@ -287,6 +287,11 @@ async fn main() {
             }
         }
         link_baselines(&mut all, kind);
+        // Partial results survive a long run being cut short.
+        print_table(&all);
+        if let Some(path) = &args.json {
+            let _ = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap());
+        }
     }
     for f in all.iter_mut() {
         let kind = Kind::parse(&f.backend).expect("backend name");
@@ -295,6 +300,7 @@ async fn main() {
             f.met = Some(met);
         }
     }
+    println!("\n== all backends, with targets");
     print_table(&all);
     if let Some(path) = args.json {
         std::fs::write(&path, serde_json::to_string_pretty(&all).unwrap())

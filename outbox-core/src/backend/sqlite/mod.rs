@@ -93,6 +93,9 @@ impl Backend for SqliteBackend {
             let mut ours: Migrator = sqlx::migrate!("./migrations/sqlite");
             ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
             ours.run(&self.pool).await?;
+            sqlx::raw_sql(include_str!("queries/planner_stats.sql"))
+                .execute(&self.pool)
+                .await?;
             Ok(())
         })
     }
