@@ -86,3 +86,57 @@ pub(crate) fn resolve(
         })
         .collect()
 }
+
+/// `EnqueueConnection` for a connection type whose insert returns the ids it wrote
+/// (`RETURNING`), reading `enqueue.sql` and `find_by_keys.sql` from `$dir`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+macro_rules! returning_enqueue {
+    ($conn:ty, $dir:literal) => {
+        impl $crate::enqueue::EnqueueConnection for $conn {
+            fn insert_messages<'a>(
+                &'a mut self,
+                rows: &'a [$crate::enqueue::NewMessage],
+            ) -> futures::future::BoxFuture<'a, Result<Vec<$crate::enqueue::Enqueued>, sqlx::Error>>
+            {
+                use $crate::backend::enqueue_batch::{encode_rows, keys_to_resolve, resolve};
+                Box::pin(async move {
+                    let written: Vec<String> = sqlx::query_scalar(include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/",
+                        $dir,
+                        "/enqueue.sql"
+                    )))
+                    .bind(encode_rows(rows)?)
+                    .fetch_all(&mut *self)
+                    .await?;
+                    let written: std::collections::HashSet<String> = written.into_iter().collect();
+                    let mut holders = std::collections::HashMap::new();
+                    for (queue, keys) in keys_to_resolve(rows, &written) {
+                        let found: Vec<(String, String)> = sqlx::query_as(include_str!(concat!(
+                            env!("CARGO_MANIFEST_DIR"),
+                            "/",
+                            $dir,
+                            "/find_by_keys.sql"
+                        )))
+                        .bind(queue)
+                        .bind(
+                            serde_json::to_string(&keys)
+                                .map_err(|e| sqlx::Error::Encode(e.into()))?,
+                        )
+                        .fetch_all(&mut *self)
+                        .await?;
+                        holders.extend(
+                            found
+                                .into_iter()
+                                .map(|(key, id)| ((queue.to_owned(), key), id)),
+                        );
+                    }
+                    resolve(rows, &written, &holders)
+                })
+            }
+        }
+    };
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use returning_enqueue;

@@ -42,7 +42,9 @@ pub fn bare_service() -> tower::util::ServiceFn<BareHandler> {
     }
     tower::service_fn(noop as BareHandler)
 }
-pub use store::{DeadLetterStore, PauseStore, RateBucketStore, RetryStore, StatsStore, TokenGrant};
+pub use store::{
+    DeadLetterStore, PauseStore, QueueStore, RateBucketStore, RetryStore, StatsStore, TokenGrant,
+};
 pub use tick::TickStrategy;
 
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
@@ -81,7 +83,8 @@ pub struct UnregisteredType {
 /// Storage for queued messages and the workers that deliver them, plus the side tables
 /// the layers and the admin API use.
 pub trait Backend:
-    RetryStore
+    QueueStore
+    + RetryStore
     + RateBucketStore
     + PauseStore
     + DeadLetterStore
@@ -118,35 +121,4 @@ pub trait Backend:
         worker: WorkerContext,
         settings: QueueSettings,
     ) -> BoxFuture<'static, Result<(), WorkerError>>;
-
-    /// Re-enqueues the messages of `queue` claimed by workers that sent no heartbeat for
-    /// `lease` (crashed processes); run when an outbox starts, so a cron-style `drain`
-    /// recovers what an earlier, killed run held.
-    fn recover_orphans<'a>(
-        &'a self,
-        queue: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<u64, Error>>;
-
-    /// Messages of `queues` (except paused types) that are due now or held by a worker
-    /// whose name starts with `worker_prefix`: zero means a drain is complete.
-    fn count_unfinished<'a>(
-        &'a self,
-        queues: &'a [&'static str],
-        worker_prefix: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>>;
-
-    /// Pending messages of types other than `registered`.
-    fn unregistered_pending<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>>;
-
-    /// Gives up pending messages of types other than `registered`, recording `reason`;
-    /// returns how many.
-    fn fail_unregistered<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-        reason: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>>;
 }

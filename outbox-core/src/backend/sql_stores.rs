@@ -22,8 +22,8 @@ macro_rules! sql_stores {
             use $crate::{
                 admin::{DeadLetter, DeadLetterFilter, PausedType, Requeued, TypeCounts},
                 backend::{
-                    from_unix_millis, unix_millis, unix_secs_ceil, DeadLetterStore, PauseStore, RateBucketStore,
-                    RetryStore, StatsStore, TokenGrant,
+                    from_unix_millis, unix_millis, unix_secs_ceil, DeadLetterStore, PauseStore, QueueStore,
+                    RateBucketStore, RetryStore, StatsStore, TokenGrant,
                 },
                 layers::rate_limit::{BucketState, RateLimit},
                 Error, MessageId,
@@ -276,9 +276,30 @@ macro_rules! sql_stores {
                 }
             }
 
+            impl QueueStore for $backend {
+                fn recover_orphans<'a>(&'a self, queue: &'a str, lease: std::time::Duration) -> BoxFuture<'a, Result<u64, Error>> {
+                    Box::pin(self.recover_orphans_sql(queue, lease))
+                }
+
+                fn count_unfinished<'a>(&'a self, queues: &'a [&'static str], prefix: &'a str) -> BoxFuture<'a, Result<u64, Error>> {
+                    Box::pin(self.count_unfinished_sql(queues, prefix))
+                }
+
+                fn unregistered_pending<'a>(
+                    &'a self,
+                    registered: &'a [&'static str],
+                ) -> BoxFuture<'a, Result<Vec<$crate::backend::UnregisteredType>, Error>> {
+                    Box::pin(self.unregistered_pending_sql(registered))
+                }
+
+                fn fail_unregistered<'a>(&'a self, registered: &'a [&'static str], reason: &'a str) -> BoxFuture<'a, Result<u64, Error>> {
+                    Box::pin(self.fail_unregistered_sql(registered, reason))
+                }
+            }
+
             impl $backend {
-                /// Due or claimed messages of `queues` (see `Backend::count_unfinished`).
-                pub(crate) async fn count_unfinished_sql(&self, queues: &[&str], prefix: &str) -> Result<u64, Error> {
+                /// Due or claimed messages of `queues` (see `QueueStore::count_unfinished`).
+                async fn count_unfinished_sql(&self, queues: &[&str], prefix: &str) -> Result<u64, Error> {
                     let n: i64 = sqlx::query_scalar(query!("count_unfinished.sql"))
                         .bind(json_list(queues))
                         .bind(prefix)
@@ -289,14 +310,14 @@ macro_rules! sql_stores {
                 }
 
                 /// Re-enqueues the claimed messages of dead workers (see `Backend::recover_orphans`).
-                pub(crate) async fn recover_orphans_sql(&self, queue: &str, lease: std::time::Duration) -> Result<u64, Error> {
+                async fn recover_orphans_sql(&self, queue: &str, lease: std::time::Duration) -> Result<u64, Error> {
                     let dead_before = unix_secs(SystemTime::now()) - lease.as_secs() as i64;
                     let done = sqlx::query(query!("recover_orphans.sql")).bind(queue).bind(dead_before).execute(&self.pool).await?;
                     Ok(done.rows_affected())
                 }
 
                 /// Pending counts of unregistered types (see `Backend::unregistered_pending`).
-                pub(crate) async fn unregistered_pending_sql(
+                async fn unregistered_pending_sql(
                     &self,
                     registered: &[&str],
                 ) -> Result<Vec<$crate::backend::UnregisteredType>, Error> {
@@ -309,7 +330,7 @@ macro_rules! sql_stores {
                 }
 
                 /// Dead-letters pending messages of unregistered types (see `Backend::fail_unregistered`).
-                pub(crate) async fn fail_unregistered_sql(&self, registered: &[&str], reason: &str) -> Result<u64, Error> {
+                async fn fail_unregistered_sql(&self, registered: &[&str], reason: &str) -> Result<u64, Error> {
                     let ids: Vec<String> =
                         sqlx::query_scalar(query!("unregistered_ids.sql")).bind(json_list(registered)).fetch_all(&self.pool).await?;
                     for id in &ids {

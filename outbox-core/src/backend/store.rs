@@ -93,6 +93,40 @@ pub trait DeadLetterStore: Send + Sync + 'static {
     fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>>;
 }
 
+/// Housekeeping over the queue itself: crash recovery, drain progress, unknown types.
+pub trait QueueStore: Send + Sync + 'static {
+    /// Re-enqueues the messages of `queue` claimed by workers that sent no heartbeat for
+    /// `lease` (crashed processes); run when an outbox starts, so a cron-style `drain`
+    /// recovers what an earlier, killed run held.
+    fn recover_orphans<'a>(
+        &'a self,
+        queue: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Messages of `queues` (except paused types) that are due now or held by a worker
+    /// whose name starts with `worker_prefix`: zero means a drain is complete.
+    fn count_unfinished<'a>(
+        &'a self,
+        queues: &'a [&'static str],
+        worker_prefix: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Pending messages of types other than `registered`.
+    fn unregistered_pending<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+    ) -> BoxFuture<'a, Result<Vec<crate::backend::UnregisteredType>, Error>>;
+
+    /// Gives up (dead-letters) pending messages of types other than `registered`,
+    /// recording `reason`; returns how many.
+    fn fail_unregistered<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+}
+
 /// Counts per type and status.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now`.

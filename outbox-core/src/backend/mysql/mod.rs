@@ -21,7 +21,9 @@ mod storage;
 use std::time::Duration;
 
 use apalis_core::{
-    backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
+    backend::ext::{poll_strategy::PollWith, BackendExt},
+    error::WorkerError,
+    worker::builder::WorkerBuilder,
     worker::context::WorkerContext,
 };
 use futures::future::BoxFuture;
@@ -32,7 +34,7 @@ use sqlx::{
 };
 
 use self::{persistence::MySqlPersistence, storage::MySqlStorage};
-use super::{sql_stores::sql_stores, Backend, QueueSettings, TickStrategy, UnregisteredType};
+use super::{sql_stores::sql_stores, Backend, QueueSettings, TickStrategy};
 use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.
@@ -68,6 +70,18 @@ impl MySqlBackend {
     pub fn pool(&self) -> &MySqlPool {
         &self.pool
     }
+
+    /// Our storage for one queue, polled on the outbox's tick.
+    fn storage(&self, settings: &QueueSettings) -> PollWith<MySqlStorage, TickStrategy> {
+        MySqlStorage::new(MySqlPersistence {
+            pool: self.pool.clone(),
+            queue: settings.queue.to_owned(),
+            batch_size: settings.batch_size,
+            heartbeat_interval: settings.heartbeat_interval,
+            missed_heartbeats: settings.missed_heartbeats,
+        })
+        .poll_with_strategy(TickStrategy::every(settings.poll_interval))
+    }
 }
 
 sql_stores!(
@@ -97,14 +111,7 @@ impl Backend for MySqlBackend {
         layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let storage = MySqlStorage::new(MySqlPersistence {
-            pool: self.pool.clone(),
-            queue: settings.queue.to_owned(),
-            batch_size: settings.batch_size,
-            heartbeat_interval: settings.heartbeat_interval,
-            missed_heartbeats: settings.missed_heartbeats,
-        })
-        .poll_with_strategy(TickStrategy::every(settings.poll_interval));
+        let storage = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(storage)
             .layer(layers)
@@ -117,14 +124,7 @@ impl Backend for MySqlBackend {
         worker: WorkerContext,
         settings: QueueSettings,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let storage = MySqlStorage::new(MySqlPersistence {
-            pool: self.pool.clone(),
-            queue: settings.queue.to_owned(),
-            batch_size: settings.batch_size,
-            heartbeat_interval: settings.heartbeat_interval,
-            missed_heartbeats: settings.missed_heartbeats,
-        })
-        .poll_with_strategy(TickStrategy::every(settings.poll_interval));
+        let storage = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(storage)
             .layer(tower::limit::ConcurrencyLimitLayer::new(
@@ -132,36 +132,5 @@ impl Backend for MySqlBackend {
             ))
             .build(super::bare_service());
         Box::pin(worker.run())
-    }
-
-    fn recover_orphans<'a>(
-        &'a self,
-        queue: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.recover_orphans_sql(queue, lease))
-    }
-
-    fn count_unfinished<'a>(
-        &'a self,
-        queues: &'a [&'static str],
-        worker_prefix: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.count_unfinished_sql(queues, worker_prefix))
-    }
-
-    fn unregistered_pending<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
-        Box::pin(self.unregistered_pending_sql(registered))
-    }
-
-    fn fail_unregistered<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-        reason: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.fail_unregistered_sql(registered, reason))
     }
 }

@@ -16,10 +16,15 @@ mod enqueue;
 use std::time::Duration;
 
 use apalis_core::{
-    backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
+    backend::ext::{
+        poll_strategy::{PollWith, StreamStrategy},
+        BackendExt,
+    },
+    error::WorkerError,
+    worker::builder::WorkerBuilder,
     worker::context::WorkerContext,
 };
-use apalis_postgres::{Config, PostgresStorage};
+use apalis_postgres::{Config, PostgresStorage, Pubsub};
 use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
@@ -27,9 +32,7 @@ use sqlx::{
     PgPool,
 };
 
-use super::{
-    sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy, UnregisteredType,
-};
+use super::{sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy};
 use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 
 /// Where the tests and examples look for PostgreSQL unless told otherwise.
@@ -67,6 +70,22 @@ impl PostgresBackend {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+
+    /// apalis-postgres' storage for one queue: LISTEN/NOTIFY plus the outbox's tick.
+    fn storage(
+        &self,
+        settings: &QueueSettings,
+    ) -> PollWith<PollWith<PostgresStorage<()>, StreamStrategy<Pubsub>>, TickStrategy> {
+        let config = Config::default()
+            .queue(settings.queue)
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat_interval)
+            .missed_heartbeats(settings.missed_heartbeats);
+        PostgresStorage::<()>::new(&self.pool)
+            .with_config(config)
+            .with_pubsub()
+            .poll_with_strategy(TickStrategy::every(settings.poll_interval))
+    }
 }
 
 sql_stores!(
@@ -99,15 +118,7 @@ impl Backend for PostgresBackend {
         layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let config = Config::default()
-            .queue(settings.queue)
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat_interval)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = PostgresStorage::<()>::new(&self.pool)
-            .with_config(config)
-            .with_pubsub()
-            .poll_with_strategy(TickStrategy::every(settings.poll_interval));
+        let storage = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(RawBytes(storage))
             .layer(layers)
@@ -120,15 +131,7 @@ impl Backend for PostgresBackend {
         worker: WorkerContext,
         settings: QueueSettings,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let config = Config::default()
-            .queue(settings.queue)
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat_interval)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = PostgresStorage::<()>::new(&self.pool)
-            .with_config(config)
-            .with_pubsub()
-            .poll_with_strategy(TickStrategy::every(settings.poll_interval));
+        let storage = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(RawBytes(storage))
             .layer(tower::limit::ConcurrencyLimitLayer::new(
@@ -136,36 +139,5 @@ impl Backend for PostgresBackend {
             ))
             .build(super::bare_service());
         Box::pin(worker.run())
-    }
-
-    fn recover_orphans<'a>(
-        &'a self,
-        queue: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.recover_orphans_sql(queue, lease))
-    }
-
-    fn count_unfinished<'a>(
-        &'a self,
-        queues: &'a [&'static str],
-        worker_prefix: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.count_unfinished_sql(queues, worker_prefix))
-    }
-
-    fn unregistered_pending<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
-        Box::pin(self.unregistered_pending_sql(registered))
-    }
-
-    fn fail_unregistered<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-        reason: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.fail_unregistered_sql(registered, reason))
     }
 }

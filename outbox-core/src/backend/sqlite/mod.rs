@@ -12,12 +12,12 @@ mod enqueue;
 
 use std::{str::FromStr, time::Duration};
 
-use super::{
-    sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy, UnregisteredType,
-};
+use super::{sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy};
 use crate::{layers::OutboxLayers, worker::Dispatch, Error};
 use apalis_core::{
-    backend::ext::BackendExt, error::WorkerError, worker::builder::WorkerBuilder,
+    backend::ext::{poll_strategy::PollWith, BackendExt},
+    error::WorkerError,
+    worker::builder::WorkerBuilder,
     worker::context::WorkerContext,
 };
 use apalis_sqlite::{Config, SqliteStorage};
@@ -72,6 +72,20 @@ impl SqliteBackend {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+
+    /// apalis-sqlite's storage for one queue, polled on the outbox's tick.
+    fn storage(
+        &self,
+        settings: &QueueSettings,
+    ) -> RawBytes<PollWith<SqliteStorage<()>, TickStrategy>> {
+        let config = Config::default()
+            .queue(settings.queue)
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat_interval)
+            .missed_heartbeats(settings.missed_heartbeats);
+        let storage = SqliteStorage::<()>::new(&self.pool).with_config(config);
+        RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)))
+    }
 }
 
 sql_stores!(
@@ -107,14 +121,7 @@ impl Backend for SqliteBackend {
         layers: OutboxLayers,
         service: Dispatch,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let config = Config::default()
-            .queue(settings.queue)
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat_interval)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = SqliteStorage::<()>::new(&self.pool).with_config(config);
-        let backend =
-            RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)));
+        let backend = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(backend)
             .layer(layers)
@@ -127,14 +134,7 @@ impl Backend for SqliteBackend {
         worker: WorkerContext,
         settings: QueueSettings,
     ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let config = Config::default()
-            .queue(settings.queue)
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat_interval)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = SqliteStorage::<()>::new(&self.pool).with_config(config);
-        let backend =
-            RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)));
+        let backend = self.storage(&settings);
         let worker = WorkerBuilder::new(&worker)
             .backend(backend)
             .layer(tower::limit::ConcurrencyLimitLayer::new(
@@ -142,36 +142,5 @@ impl Backend for SqliteBackend {
             ))
             .build(super::bare_service());
         Box::pin(worker.run())
-    }
-
-    fn recover_orphans<'a>(
-        &'a self,
-        queue: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.recover_orphans_sql(queue, lease))
-    }
-
-    fn count_unfinished<'a>(
-        &'a self,
-        queues: &'a [&'static str],
-        worker_prefix: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.count_unfinished_sql(queues, worker_prefix))
-    }
-
-    fn unregistered_pending<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
-        Box::pin(self.unregistered_pending_sql(registered))
-    }
-
-    fn fail_unregistered<'a>(
-        &'a self,
-        registered: &'a [&'static str],
-        reason: &'a str,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(self.fail_unregistered_sql(registered, reason))
     }
 }
