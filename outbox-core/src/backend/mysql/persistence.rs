@@ -157,12 +157,23 @@ impl Persistence for MySqlPersistence {
     ) -> Result<Vec<Task<Vec<u8>>>, sqlx::Error> {
         let now = now_secs();
         let rows: Vec<JobRow> = in_transaction!(self, |tx| {
-            let ids: Vec<String> = sqlx::query_scalar(include_str!("queries/fetch_ids.sql"))
-                .bind(&self.queue)
-                .bind(now)
-                .bind(self.batch_size as i64)
-                .fetch_all(&mut *tx)
-                .await?;
+            let mut ids: Vec<String> =
+                sqlx::query_scalar(include_str!("queries/fetch_pending_ids.sql"))
+                    .bind(&self.queue)
+                    .bind(now)
+                    .bind(self.batch_size as i64)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            if ids.len() < self.batch_size {
+                let failed: Vec<String> =
+                    sqlx::query_scalar(include_str!("queries/fetch_failed_ids.sql"))
+                        .bind(&self.queue)
+                        .bind(now)
+                        .bind((self.batch_size - ids.len()) as i64)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                ids.extend(failed);
+            }
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
@@ -235,16 +246,23 @@ impl Persistence for MySqlPersistence {
                     .execute(&mut *tx)
                     .await?;
             }
-            for done in &acks {
-                let result = serde_json::to_string(&done.result)
+            if !acks.is_empty() {
+                let batch = acks
+                    .iter()
+                    .map(|done| {
+                        Ok(serde_json::json!({
+                            "id": done.task_id.to_string(),
+                            "status": done.status.to_string(),
+                            "attempts": done.attempt,
+                            "result": serde_json::to_string(&done.result)?,
+                        }))
+                    })
+                    .collect::<Result<Vec<_>, serde_json::Error>>()
                     .map_err(|e| sqlx::Error::Encode(e.into()))?;
                 sqlx::query(include_str!("queries/ack.sql"))
-                    .bind(done.status.to_string())
-                    .bind(done.attempt as i64)
-                    .bind(result)
                     .bind(now)
-                    .bind(done.task_id.to_string())
                     .bind(worker.name())
+                    .bind(serde_json::Value::Array(batch).to_string())
                     .execute(&mut *tx)
                     .await?;
             }
