@@ -109,7 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outbox = Outbox::with_state(SqliteBackend::new(pool.clone()), pool.clone())
         .rate_limit("smtp", RateLimit::per_hour(60.0).burst(5))
         .register_with::<Email, _>(mailer.handler(), QueueOptions::new().rate_limit("smtp"))
-        .orphan_check::<Email, _, _, _, _>(still_registered);
+        .orphan_check(still_registered);
     outbox.migrate().await?;
     sqlx::query("CREATE TABLE registrations (id INTEGER PRIMARY KEY, name TEXT, email TEXT)")
         .execute(&pool)

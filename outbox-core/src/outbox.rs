@@ -39,7 +39,7 @@ struct Registration {
 /// let outbox = Outbox::with_state(SqliteBackend::new(pool), app_state)
 ///     .rate_limit("smtp", RateLimit::per_hour(60.0).burst(5))
 ///     .register_with::<WelcomeMail, _>(send_welcome, QueueOptions::new().rate_limit("smtp"))
-///     .orphan_check::<WelcomeMail, _>(|mail, state| async move { state.user_exists(mail.user_id).await });
+///     .orphan_check(|mail: WelcomeMail, state| async move { state.user_exists(mail.user_id).await });
 /// outbox.migrate().await?;
 /// outbox.run().await?; // until SIGINT/SIGTERM
 /// ```

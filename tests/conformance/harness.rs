@@ -101,6 +101,58 @@ pub fn drop_database_later(admin_url: String, statement: String) {
     .join();
 }
 
+/// The probe methods of a harness, written once; only the SQL differs per database.
+macro_rules! probes {
+    (
+        conn = $conn:ty,
+        insert_user = $insert:literal,
+        count_messages = $count:literal,
+        attempts = $attempts:literal as $attempts_ty:ty,
+        record_delivery = $record:literal $(,)?
+    ) => {
+        fn insert_user<'c>(conn: &'c mut $conn, id: i64) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query($insert).bind(id).execute(conn).await.unwrap();
+            })
+        }
+        async fn count_users(&self) -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn count_messages(&self, type_tag: &str) -> i64 {
+            sqlx::query_scalar($count)
+                .bind(type_tag)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn attempts(&self, id: &str) -> i64 {
+            let n: $attempts_ty = sqlx::query_scalar($attempts)
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+            i64::from(n)
+        }
+        async fn record_delivery(&self, id: &str) {
+            sqlx::query($record)
+                .bind(id)
+                .bind(i64::from(std::process::id()))
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+        async fn deliveries(&self) -> Vec<(String, i64)> {
+            sqlx::query_as("SELECT id, pid FROM deliveries")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+    };
+}
+
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteHarness;
 #[cfg(feature = "sqlite")]
@@ -161,49 +213,13 @@ mod sqlite {
             self.url.clone()
         }
 
-        fn insert_user<'c>(conn: &'c mut SqliteConnection, id: i64) -> BoxFuture<'c, ()> {
-            Box::pin(async move {
-                sqlx::query("INSERT INTO users (id, email) VALUES (?, 'u@example.test')")
-                    .bind(id)
-                    .execute(conn)
-                    .await
-                    .unwrap();
-            })
-        }
-        async fn count_users(&self) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM users")
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn count_messages(&self, type_tag: &str) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM Jobs WHERE job_type = ?")
-                .bind(type_tag)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn attempts(&self, id: &str) -> i64 {
-            sqlx::query_scalar("SELECT attempts FROM Jobs WHERE id = ?")
-                .bind(id)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn record_delivery(&self, id: &str) {
-            sqlx::query("INSERT INTO deliveries (id, pid) VALUES (?, ?)")
-                .bind(id)
-                .bind(i64::from(std::process::id()))
-                .execute(&self.pool)
-                .await
-                .unwrap();
-        }
-        async fn deliveries(&self) -> Vec<(String, i64)> {
-            sqlx::query_as("SELECT id, pid FROM deliveries")
-                .fetch_all(&self.pool)
-                .await
-                .unwrap()
-        }
+        probes!(
+            conn = SqliteConnection,
+            insert_user = "INSERT INTO users (id, email) VALUES (?, 'u@example.test')",
+            count_messages = "SELECT COUNT(*) FROM Jobs WHERE job_type = ?",
+            attempts = "SELECT attempts FROM Jobs WHERE id = ?" as i64,
+            record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+        );
     }
 }
 
@@ -294,50 +310,13 @@ mod postgres {
             self.url.clone()
         }
 
-        fn insert_user<'c>(conn: &'c mut PgConnection, id: i64) -> BoxFuture<'c, ()> {
-            Box::pin(async move {
-                sqlx::query("INSERT INTO users (id, email) VALUES ($1, 'u@example.test')")
-                    .bind(id)
-                    .execute(conn)
-                    .await
-                    .unwrap();
-            })
-        }
-        async fn count_users(&self) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM users")
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn count_messages(&self, type_tag: &str) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM apalis.jobs WHERE job_type = $1")
-                .bind(type_tag)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn attempts(&self, id: &str) -> i64 {
-            let n: i32 = sqlx::query_scalar("SELECT attempts FROM apalis.jobs WHERE id = $1")
-                .bind(id)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap();
-            i64::from(n)
-        }
-        async fn record_delivery(&self, id: &str) {
-            sqlx::query("INSERT INTO deliveries (id, pid) VALUES ($1, $2)")
-                .bind(id)
-                .bind(i64::from(std::process::id()))
-                .execute(&self.pool)
-                .await
-                .unwrap();
-        }
-        async fn deliveries(&self) -> Vec<(String, i64)> {
-            sqlx::query_as("SELECT id, pid FROM deliveries")
-                .fetch_all(&self.pool)
-                .await
-                .unwrap()
-        }
+        probes!(
+            conn = PgConnection,
+            insert_user = "INSERT INTO users (id, email) VALUES ($1, 'u@example.test')",
+            count_messages = "SELECT COUNT(*) FROM apalis.jobs WHERE job_type = $1",
+            attempts = "SELECT attempts FROM apalis.jobs WHERE id = $1" as i32,
+            record_delivery = "INSERT INTO deliveries (id, pid) VALUES ($1, $2)",
+        );
     }
 }
 
@@ -425,49 +404,12 @@ mod mysql {
             self.url.clone()
         }
 
-        fn insert_user<'c>(conn: &'c mut MySqlConnection, id: i64) -> BoxFuture<'c, ()> {
-            Box::pin(async move {
-                sqlx::query("INSERT INTO users (id, email) VALUES (?, 'u@example.test')")
-                    .bind(id)
-                    .execute(conn)
-                    .await
-                    .unwrap();
-            })
-        }
-        async fn count_users(&self) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM users")
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn count_messages(&self, type_tag: &str) -> i64 {
-            sqlx::query_scalar("SELECT COUNT(*) FROM outbox_jobs WHERE job_type = ?")
-                .bind(type_tag)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap()
-        }
-        async fn attempts(&self, id: &str) -> i64 {
-            let n: i32 = sqlx::query_scalar("SELECT attempts FROM outbox_jobs WHERE id = ?")
-                .bind(id)
-                .fetch_one(&self.pool)
-                .await
-                .unwrap();
-            i64::from(n)
-        }
-        async fn record_delivery(&self, id: &str) {
-            sqlx::query("INSERT INTO deliveries (id, pid) VALUES (?, ?)")
-                .bind(id)
-                .bind(i64::from(std::process::id()))
-                .execute(&self.pool)
-                .await
-                .unwrap();
-        }
-        async fn deliveries(&self) -> Vec<(String, i64)> {
-            sqlx::query_as("SELECT id, pid FROM deliveries")
-                .fetch_all(&self.pool)
-                .await
-                .unwrap()
-        }
+        probes!(
+            conn = MySqlConnection,
+            insert_user = "INSERT INTO users (id, email) VALUES (?, 'u@example.test')",
+            count_messages = "SELECT COUNT(*) FROM outbox_jobs WHERE job_type = ?",
+            attempts = "SELECT attempts FROM outbox_jobs WHERE id = ?" as i32,
+            record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+        );
     }
 }

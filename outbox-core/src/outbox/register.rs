@@ -58,7 +58,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// thing it is about still exists; an orphan is completed without its handler.
     ///
     /// `check` returns `Ok(true)`/`Ok(Relevance::Relevant)` to deliver, `Ok(false)` or
-    /// `Ok(Relevance::Orphan(reason))` to drop.
+    /// `Ok(Relevance::Orphan(reason))` to drop. Name the message type on the closure's
+    /// argument (`|mail: WelcomeMail, state| …`) and no turbofish is needed.
     pub fn orphan_check<M, F, Fut, R, E>(mut self, check: F) -> Self
     where
         M: OutboxMessage,
