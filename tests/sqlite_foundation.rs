@@ -572,7 +572,7 @@ async fn run_picks_up_messages_committed_later() {
     latencies.sort();
     // Printed, not asserted: timing belongs to benchmarks.
     println!(
-        "commit → handler start over 20 messages (poll 50 ms): p50 {:?}, max {:?}",
+        "commit → handler start over 20 messages (poll 20 ms): p50 {:?}, max {:?}",
         latencies[latencies.len() / 2],
         latencies[latencies.len() - 1]
     );

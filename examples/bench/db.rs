@@ -35,7 +35,7 @@ impl Kind {
 
 /// One fresh database and its pool.
 pub enum Db {
-    Sqlite(sqlx::SqlitePool, #[allow(dead_code)] tempfile::TempDir),
+    Sqlite(sqlx::SqlitePool, tempfile::TempDir),
     #[cfg(feature = "postgres")]
     Postgres(sqlx::PgPool, String),
     #[cfg(feature = "mysql")]
@@ -55,6 +55,20 @@ fn rand_u32() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos()
+}
+
+/// The server URL the bench connects to first (overridable like the tests').
+fn admin_url(kind: Kind) -> String {
+    match kind {
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => std::env::var("OUTBOX_TEST_POSTGRES_URL")
+            .unwrap_or(outbox::postgres::DEFAULT_URL.into()),
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            std::env::var("OUTBOX_TEST_MYSQL_URL").unwrap_or(outbox::mysql::DEFAULT_URL.into())
+        }
+        _ => panic!("backend `{}` has no server URL", kind.name()),
+    }
 }
 
 fn with_database(url: &str, db: &str) -> String {
@@ -80,8 +94,7 @@ impl Db {
             }
             #[cfg(feature = "postgres")]
             Kind::Postgres => {
-                let admin = std::env::var("OUTBOX_TEST_POSTGRES_URL")
-                    .unwrap_or(outbox::postgres::DEFAULT_URL.into());
+                let admin = admin_url(Kind::Postgres);
                 let name = fresh_name();
                 let mut c = sqlx::PgConnection::connect(&admin)
                     .await
@@ -100,8 +113,7 @@ impl Db {
             }
             #[cfg(feature = "mysql")]
             Kind::Mysql => {
-                let admin = std::env::var("OUTBOX_TEST_MYSQL_URL")
-                    .unwrap_or(outbox::mysql::DEFAULT_URL.into());
+                let admin = admin_url(Kind::Mysql);
                 let name = fresh_name();
                 let mut c = sqlx::MySqlConnection::connect(&admin)
                     .await
@@ -128,6 +140,28 @@ impl Db {
         db.migrate().await;
         db.execute(ddl).await;
         db
+    }
+
+    /// Which backend this database is on.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Db::Sqlite(..) => Kind::Sqlite,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(..) => Kind::Postgres,
+            #[cfg(feature = "mysql")]
+            Db::Mysql(..) => Kind::Mysql,
+        }
+    }
+
+    /// Where another process finds this database: the SQLite URL, or the server URL.
+    pub fn locator(&self) -> String {
+        match self {
+            Db::Sqlite(_, dir) => format!("sqlite://{}", dir.path().join("bench.db").display()),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_, name) => with_database(&admin_url(Kind::Postgres), name),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(_, name) => with_database(&admin_url(Kind::Mysql), name),
+        }
     }
 
     async fn migrate(&self) {
@@ -167,8 +201,7 @@ impl Db {
             #[cfg(feature = "postgres")]
             Db::Postgres(p, name) => {
                 p.close().await;
-                let admin = std::env::var("OUTBOX_TEST_POSTGRES_URL")
-                    .unwrap_or(outbox::postgres::DEFAULT_URL.into());
+                let admin = admin_url(Kind::Postgres);
                 let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
                 let _ = c
                     .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
@@ -179,8 +212,7 @@ impl Db {
             #[cfg(feature = "mysql")]
             Db::Mysql(p, name) => {
                 p.close().await;
-                let admin = std::env::var("OUTBOX_TEST_MYSQL_URL")
-                    .unwrap_or(outbox::mysql::DEFAULT_URL.into());
+                let admin = admin_url(Kind::Mysql);
                 let mut c = sqlx::MySqlConnection::connect(&admin).await.unwrap();
                 let _ = c
                     .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(

@@ -172,7 +172,7 @@ async fn run_on<P: pools::BenchPool>(
         "drain.floor" => workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Floor).await,
         "latency" => workloads::latency(pool, n.unwrap_or(200), 20.0).await,
         "ratelimit" => workloads::ratelimit(pool, 100.0, 10, 30.0).await,
-        "memory" => workloads::memory(pool, n.unwrap_or(200_000)).await,
+        "memory" => workloads::memory(pool, db, n.unwrap_or(200_000)).await,
         #[cfg(feature = "smtp")]
         "email" => {
             if !email::sink_is_up().await {
@@ -245,8 +245,37 @@ fn machine() -> String {
     )
 }
 
+/// The worker process of the `memory` workload: `--memory-worker BACKEND URL N` drains the
+/// backlog the parent enqueued at URL and prints `peak_rss_mb=…`.
+async fn memory_worker(args: &[String]) {
+    let [kind, url, n] = args else {
+        panic!("usage: bench --memory-worker BACKEND URL N");
+    };
+    let n: u64 = n.parse().expect("N");
+    match Kind::parse(kind).expect("backend") {
+        Kind::Sqlite => {
+            workloads::memory_worker(&outbox::sqlite::connect(url).await.unwrap(), n).await
+        }
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => {
+            workloads::memory_worker(&outbox::postgres::connect(url).await.unwrap(), n).await
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            workloads::memory_worker(&outbox::mysql::connect(url).await.unwrap(), n).await
+        }
+        #[allow(unreachable_patterns)]
+        other => panic!("backend `{}` needs its cargo feature", other.name()),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--memory-worker") {
+        return memory_worker(&argv[2..]).await;
+    }
+    workloads::grants::install();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

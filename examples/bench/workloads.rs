@@ -70,17 +70,14 @@ pub async fn fanout<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
 }
 
 /// The full stack draining `n`; with `memory`, the peak RSS during the drain too.
-pub async fn drain_full<P: BenchPool>(pool: &P, n: u64, memory: bool) -> (f64, Option<f64>) {
+pub async fn drain_full<P: BenchPool>(pool: &P, n: u64) -> f64 {
     pool.fan_out(&noops(n)).await;
     let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(noop, drain_options());
-    if memory {
-        reset_peak_rss();
-    }
     let started = Instant::now();
     let report = outbox.drain().await.unwrap();
     let rate = n as f64 / started.elapsed().as_secs_f64();
     assert_eq!(report.counts.delivered, n, "the drain delivered everything");
-    (rate, memory.then(peak_rss_mb))
+    rate
 }
 
 /// apalis alone on the same storage draining `n` (no outbox layers, no-op handler).
@@ -92,7 +89,7 @@ pub async fn drain_bare<P: BenchPool>(pool: &P, n: u64) -> f64 {
         queue: Noop::TYPE,
         concurrency: 10,
         batch_size: 10,
-        poll_interval: Duration::from_millis(50),
+        poll_interval: Duration::from_millis(20),
         heartbeat_interval: Duration::from_secs(10),
         missed_heartbeats: 3,
     };
@@ -120,7 +117,7 @@ pub async fn drain_bare<P: BenchPool>(pool: &P, n: u64) -> f64 {
 pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) -> Vec<Figure> {
     match which {
         DrainPart::Full => {
-            let (rate, _) = drain_full(pool, n, false).await;
+            let rate = drain_full(pool, n).await;
             vec![Figure::new("drain", n, rate, "msgs/s")]
         }
         DrainPart::Bare => vec![Figure::new(
@@ -195,63 +192,164 @@ pub async fn latency<P: BenchPool>(pool: &P, n: u64, per_sec: f64) -> Vec<Figure
 pub async fn ratelimit<P: BenchPool>(pool: &P, rate: f64, burst: u32, seconds: f64) -> Vec<Figure> {
     let n = (rate * seconds) as u64 + u64::from(burst);
     pool.fan_out(&noops(n)).await;
-    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    // Handler starts on the same clock as the grants (unix seconds, SystemTime).
+    let starts: Arc<Mutex<Vec<f64>>> = Arc::default();
+    grants::take();
     let outbox = Outbox::with_state(pool.backend(), Arc::clone(&starts))
         .rate_limit("bench", RateLimit::per_second(rate).burst(burst))
         .register_with::<Noop, _>(
-            |_: Noop, ctx: MessageContext<Arc<Mutex<Vec<Instant>>>>| async move {
-                ctx.state().lock().unwrap().push(Instant::now());
+            |_: Noop, ctx: MessageContext<Arc<Mutex<Vec<f64>>>>| async move {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                ctx.state().lock().unwrap().push(now.as_secs_f64());
                 Ok::<(), HandlerError>(())
             },
             drain_options().rate_limit("bench"),
         );
     outbox.drain().await.unwrap();
-    let mut t = starts.lock().unwrap().clone();
-    t.sort();
-    let worst = (0..t.len())
-        .map(|i| {
-            t[i..]
-                .iter()
-                .take_while(|u| **u - t[i] < Duration::from_secs(1))
-                .count()
-        })
-        .max()
-        .unwrap_or(0);
-    let span = (t[t.len() - 1] - t[0]).as_secs_f64();
+    let mut granted = grants::take();
+    let mut starts = starts.lock().unwrap().clone();
+    granted.sort_by(f64::total_cmp);
+    starts.sort_by(f64::total_cmp);
+    // The k-th start against the k-th grant: how long after its token a handler began.
+    let mut lag_ms: Vec<f64> = starts
+        .iter()
+        .zip(&granted)
+        .map(|(s, g)| (s - g) * 1000.0)
+        .collect();
+    lag_ms.sort_by(f64::total_cmp);
+    let lag_p99 = lag_ms.get(lag_ms.len() * 99 / 100).copied().unwrap_or(f64::NAN);
+    let (worst_starts, span) = worst_window(starts);
+    let (worst_grants, _) = worst_window(granted.clone());
+    let bound = f64::from(burst) + rate;
     let budget = f64::from(burst) + rate * span;
     vec![
+        Figure::new("ratelimit.started_per_s", n, n as f64 / span, "msgs/s")
+            .baseline("bucket rate", rate),
         Figure::new(
-            "ratelimit.started_per_s",
-            n,
-            t.len() as f64 / span,
-            "msgs/s",
+            "ratelimit.max_1s_window",
+            granted.len() as u64,
+            worst_grants as f64,
+            "grants",
         )
-        .baseline("bucket rate", rate),
-        Figure::new("ratelimit.max_1s_window", n, worst as f64, "msgs")
-            .baseline("burst + R", f64::from(burst) + rate),
+        .baseline("burst + R", bound),
         Figure::new(
-            "ratelimit.utilisation",
+            "ratelimit.max_1s_window_starts",
             n,
-            100.0 * t.len() as f64 / budget,
-            "%",
-        ),
+            worst_starts as f64,
+            "starts",
+        )
+        .baseline("burst + R", bound),
+        Figure::new("ratelimit.utilisation", n, 100.0 * n as f64 / budget, "%"),
+        Figure::new("ratelimit.start_lag_p99", n, lag_p99, "ms"),
     ]
 }
 
-/// Peak RSS of the whole stack draining `n` (the worker process).
-pub async fn memory<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
-    let (_, peak) = drain_full(pool, n, true).await;
-    vec![Figure::new(
-        "memory.peak_rss",
-        n,
-        peak.unwrap_or(f64::NAN),
-        "MB",
-    )]
+/// The most events in any window of one second, and the span from first to last (seconds).
+fn worst_window(mut t: Vec<f64>) -> (usize, f64) {
+    t.sort_by(f64::total_cmp);
+    let worst = (0..t.len())
+        .map(|i| t[i..].iter().take_while(|u| **u - t[i] < 1.0).count())
+        .max()
+        .unwrap_or(0);
+    let span = t.last().zip(t.first()).map_or(0.0, |(l, f)| l - f);
+    (worst, span)
 }
 
-/// Resets the kernel's peak-RSS counter of this process (Linux ≥ 4.0).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
+/// The rate-limit layer's grant events (`GRANT_EVENT_TARGET`), recorded by a `tracing`
+/// layer: the bucket-clock time of every token granted in this process.
+pub mod grants {
+    use std::sync::Mutex;
+
+    use outbox::layers::rate_limit::GRANT_EVENT_TARGET;
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::{filter::Targets, prelude::*};
+
+    static GRANTS: Mutex<Vec<f64>> = Mutex::new(Vec::new());
+
+    /// Installs the recorder as the process's subscriber (only the grant events pass).
+    pub fn install() {
+        let only_grants = Targets::new().with_target(GRANT_EVENT_TARGET, tracing::Level::TRACE);
+        // A global filter, not a per-layer one: with a per-layer filter some PostgreSQL
+        // runs recorded no grant at all (seen twice, not explained).
+        tracing_subscriber::registry()
+            .with(only_grants)
+            .with(Recorder)
+            .init();
+    }
+
+    /// The grants recorded since the last call.
+    pub fn take() -> Vec<f64> {
+        std::mem::take(&mut *GRANTS.lock().unwrap())
+    }
+
+    struct Recorder;
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            struct GrantedAt(Option<f64>);
+            impl Visit for GrantedAt {
+                fn record_f64(&mut self, field: &Field, value: f64) {
+                    if field.name() == "granted_at" {
+                        self.0 = Some(value);
+                    }
+                }
+                fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+            }
+            let mut at = GrantedAt(None);
+            event.record(&mut at);
+            if let Some(t) = at.0 {
+                GRANTS.lock().unwrap().push(t);
+            }
+        }
+    }
+}
+
+/// Peak RSS of a worker-only process draining a backlog of `n`: this process enqueues,
+/// a child (this binary, `--memory-worker`) drains and reports its VmHWM, so the figure
+/// holds nothing of the enqueuing phase.
+pub async fn memory<P: BenchPool>(pool: &P, db: &Db, n: u64) -> Vec<Figure> {
+    pool.fan_out(&noops(n)).await;
+    let args = [
+        "--memory-worker".to_owned(),
+        db.kind().name().to_owned(),
+        db.locator(),
+        n.to_string(),
+    ];
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(std::env::current_exe().expect("own path"))
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("start the worker process");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let peak = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("peak_rss_mb="))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    match peak {
+        Some(mb) if out.status.success() => vec![Figure::new("memory.peak_rss", n, mb, "MB")],
+        _ => panic!(
+            "memory worker failed ({}): {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// The child of [`memory`]: drains the backlog on `pool` and prints its peak RSS.
+pub async fn memory_worker<P: BenchPool>(pool: &P, n: u64) {
+    let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(noop, drain_options());
+    let report = outbox.drain().await.unwrap();
+    assert_eq!(report.counts.delivered, n, "the drain delivered everything");
+    println!("peak_rss_mb={:.1}", peak_rss_mb());
 }
 
 /// This process's peak RSS since the last reset, in MB.

@@ -6,7 +6,7 @@ use crate::{backend::QueueSettings, RetrySchedule};
 
 /// How the worker of one message type runs.
 ///
-/// Defaults: concurrency 10, batch 10, poll every 50 ms when idle, heartbeat every 10 s,
+/// Defaults: concurrency 10, batch 10, poll every 20 ms when idle (PostgreSQL also wakes on NOTIFY), heartbeat every 10 s,
 /// a worker presumed dead after 3 missed heartbeats (its messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
 /// limit.
@@ -27,7 +27,7 @@ impl Default for QueueOptions {
         Self {
             concurrency: 10,
             batch_size: 10,
-            poll_interval: Duration::from_millis(50),
+            poll_interval: Duration::from_millis(20),
             heartbeat_interval: Duration::from_secs(10),
             missed_heartbeats: 3,
             schedule: RetrySchedule::default(),

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use tower::Service;
 
-use super::RateLimitLayer;
+use super::{RateLimitLayer, GRANT_EVENT_TARGET};
 use crate::{admin::unix_secs_f64, backend::TokenGrant, layers::outcome::Deferred, BoxError};
 
 /// How long a message waits when its bucket does not exist.
@@ -96,7 +96,16 @@ where
                     .take_token(&layer.bucket, unix_secs_f64(now))
                     .await
                 {
-                    Ok(TokenGrant::Granted) => return inner.call(req).await,
+                    Ok(TokenGrant::Granted) => {
+                        // The bucket's own clock at the grant: what the bound is about.
+                        tracing::trace!(
+                            target: GRANT_EVENT_TARGET,
+                            bucket = %layer.bucket,
+                            granted_at = unix_secs_f64(now),
+                            "rate token granted"
+                        );
+                        return inner.call(req).await;
+                    }
                     Ok(TokenGrant::Wait(wait)) if wait <= layer.max_inline_wait => {
                         tokio::time::sleep(wait).await
                     }

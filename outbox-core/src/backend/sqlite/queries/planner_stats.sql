@@ -10,7 +10,6 @@ INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES
     ('Jobs', 'sqlite_autoindex_Jobs_1', '1000000 1'),
     ('Jobs', 'LIdx', '1000000 100000'),
     ('Jobs', 'idx_jobs_job_type_status_run_at', '1000000 100000 30000 2'),
-    ('Jobs', 'idx_jobs_status_run_at', '1000000 200000 2'),
     ('Jobs', 'idx_jobs_claimable', '1000000 300000 100000'),
     ('Jobs', 'idx_jobs_idempotency_key', '1000000 100000 1');
 ANALYZE sqlite_schema;
