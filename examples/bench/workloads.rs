@@ -219,7 +219,10 @@ pub async fn ratelimit<P: BenchPool>(pool: &P, rate: f64, burst: u32, seconds: f
         .map(|(s, g)| (s - g) * 1000.0)
         .collect();
     lag_ms.sort_by(f64::total_cmp);
-    let lag_p99 = lag_ms.get(lag_ms.len() * 99 / 100).copied().unwrap_or(f64::NAN);
+    let lag_p99 = lag_ms
+        .get(lag_ms.len() * 99 / 100)
+        .copied()
+        .unwrap_or(f64::NAN);
     let (worst_starts, span) = worst_window(starts);
     let (worst_grants, _) = worst_window(granted.clone());
     let bound = f64::from(burst) + rate;
