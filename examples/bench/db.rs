@@ -139,6 +139,11 @@ impl Db {
         };
         db.migrate().await;
         db.execute(ddl).await;
+        let notes = match kind {
+            Kind::Sqlite => "CREATE TABLE order_notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+            _ => "CREATE TABLE order_notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL)",
+        };
+        db.execute(notes).await;
         db
     }
 

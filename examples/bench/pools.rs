@@ -9,12 +9,15 @@ pub trait BenchPool: Clone + Send + Sync + 'static {
     fn backend(&self) -> Self::Backend;
     /// One transaction: a business row, plus `msg` when given.
     fn order_tx<'a, M: OutboxMessage>(&'a self, id: i64, msg: Option<&'a M>) -> BoxFuture<'a, ()>;
+    /// One transaction: a business row plus a second plain row of the message's size in an
+    /// index-free table (what any extra insert costs, outbox or not).
+    fn order_tx_two_rows(&self, id: i64) -> BoxFuture<'_, ()>;
     /// One transaction holding every message of `msgs`.
     fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()>;
 }
 
 macro_rules! bench_pool {
-    ($pool:ty, $backend:ty, $insert:literal) => {
+    ($pool:ty, $backend:ty, $insert:literal, $note:literal) => {
         impl BenchPool for $pool {
             type Backend = $backend;
             fn backend(&self) -> $backend {
@@ -39,6 +42,24 @@ macro_rules! bench_pool {
                     tx.commit().await.unwrap();
                 })
             }
+            fn order_tx_two_rows(&self, id: i64) -> BoxFuture<'_, ()> {
+                Box::pin(async move {
+                    let mut tx = self.begin().await.unwrap();
+                    sqlx::query($insert)
+                        .bind(id)
+                        .bind("buyer@example.com")
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    sqlx::query($note)
+                        .bind(id)
+                        .bind(r#"{"n":1,"template":"order_confirmation"}"#)
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    tx.commit().await.unwrap();
+                })
+            }
             fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()> {
                 Box::pin(async move {
                     let mut tx = self.begin().await.unwrap();
@@ -53,17 +74,20 @@ macro_rules! bench_pool {
 bench_pool!(
     sqlx::SqlitePool,
     outbox::SqliteBackend,
-    "INSERT INTO orders (id, email) VALUES (?, ?)"
+    "INSERT INTO orders (id, email) VALUES (?, ?)",
+    "INSERT INTO order_notes (id, body) VALUES (?, ?)"
 );
 #[cfg(feature = "postgres")]
 bench_pool!(
     sqlx::PgPool,
     outbox::PostgresBackend,
-    "INSERT INTO orders (id, email) VALUES ($1, $2)"
+    "INSERT INTO orders (id, email) VALUES ($1, $2)",
+    "INSERT INTO order_notes (id, body) VALUES ($1, $2)"
 );
 #[cfg(feature = "mysql")]
 bench_pool!(
     sqlx::MySqlPool,
     outbox::MySqlBackend,
-    "INSERT INTO orders (id, email) VALUES (?, ?)"
+    "INSERT INTO orders (id, email) VALUES (?, ?)",
+    "INSERT INTO order_notes (id, body) VALUES (?, ?)"
 );
