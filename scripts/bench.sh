@@ -38,5 +38,5 @@ done
 
 args=()
 for b in $BACKENDS; do args+=(--backend "$b"); done
-OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" ./target/release/examples/bench "${args[@]}" --runs "$RUNS" \
+OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" "${CARGO_TARGET_DIR:-target}/release/examples/bench" "${args[@]}" --runs "$RUNS" \
     --json bench-results.json "$@"

@@ -131,7 +131,10 @@ pub async fn drain_bare<P: BenchPool>(pool: &P, n: u64) -> f64 {
     // The figure is taken; a bare worker that does not wind down must not hang the run
     // (seen once on MariaDB: BENCHMARKS.md).
     let abort = worker.abort_handle();
-    if tokio::time::timeout(Duration::from_secs(30), worker).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(30), worker)
+        .await
+        .is_err()
+    {
         eprintln!("drain.apalis: the bare worker did not stop within 30 s; aborted it");
         abort.abort();
     }
