@@ -696,3 +696,69 @@ async fn a_panicking_orphan_check_defers_the_message_and_the_worker_goes_on() {
     assert_eq!((status.as_str(), attempts), ("Failed", 0));
     assert!(last.unwrap().contains("orphan check panicked"));
 }
+
+/// Captures what a `fmt` subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn every_token_grant_is_traced_with_its_bucket_and_time() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer({
+            let c = captured.clone();
+            move || c.clone()
+        })
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
+            "{}=trace",
+            outbox::layers::rate_limit::GRANT_EVENT_TARGET
+        )))
+        .finish();
+    // This test's runtime runs every task on this thread, so a thread default suffices.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let db = TestDb::new().await;
+    enqueue_mails(&db, [1, 2]).await;
+    let outbox = Outbox::with_state(db.backend(), Arc::new(Log::default()))
+        .rate_limit("smtp", RateLimit::per_hour(1.0).burst(3))
+        .register_with::<Mail, _>(
+            |_: Mail, _: Ctx| async { Ok::<(), HandlerError>(()) },
+            QueueOptions::new().rate_limit("smtp"),
+        );
+    assert_eq!(outbox.drain().await.unwrap().counts.delivered, 2);
+
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let grants: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("rate token granted"))
+        .collect();
+    assert_eq!(grants.len(), 2, "one event per token: {text}");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for line in grants {
+        assert!(line.contains("bucket=smtp"), "{line}");
+        let at: f64 = line
+            .split("granted_at=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no granted_at in {line}"));
+        assert!(
+            (now - 60.0..=now).contains(&at),
+            "bucket clock: {at} vs {now}"
+        );
+    }
+}

@@ -13,7 +13,11 @@ use outbox::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{db::Db, pools::BenchPool, Figure};
+use super::{
+    db::Db,
+    pools::{BenchPool, Extra},
+    Figure,
+};
 
 /// The bench's message: a small payload, like an id and a template name.
 #[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
@@ -52,18 +56,19 @@ pub async fn enqueue<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
         let ids = (round * n / rounds)..((round + 1) * n / rounds);
         let t = Instant::now();
         for i in ids.clone() {
-            pool.order_tx::<Noop>(i as i64, None).await;
+            pool.order_tx::<Noop>(i as i64, Extra::Nothing).await;
         }
         floor += t.elapsed();
         let t = Instant::now();
         for i in ids.clone() {
-            pool.order_tx(1_000_000 + i as i64, Some(&msgs[i as usize]))
+            pool.order_tx(1_000_000 + i as i64, Extra::Message(&msgs[i as usize]))
                 .await;
         }
         ours += t.elapsed();
         let t = Instant::now();
         for i in ids {
-            pool.order_tx_two_rows(2_000_000 + i as i64).await;
+            pool.order_tx::<Noop>(2_000_000 + i as i64, Extra::PlainRow)
+                .await;
         }
         two_rows += t.elapsed();
     }
@@ -193,7 +198,7 @@ pub async fn latency<P: BenchPool>(pool: &P, n: u64, per_sec: f64) -> Vec<Figure
         .run_until(async {
             tokio::time::sleep(Duration::from_millis(500)).await; // idle
             for m in noops(n) {
-                pool.order_tx(m.n as i64, Some(&m)).await;
+                pool.order_tx(m.n as i64, Extra::Message(&m)).await;
                 committed.insert(m.n, Instant::now());
                 tokio::time::sleep(Duration::from_secs_f64(1.0 / per_sec)).await;
             }
