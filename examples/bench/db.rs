@@ -238,8 +238,8 @@ impl Db {
                 let mut c = p.acquire().await.unwrap();
                 loop {
                     let ids: Vec<String> = sqlx::query_scalar(
-                        "UPDATE Jobs SET status = 'Queued' WHERE ROWID IN (SELECT ROWID FROM Jobs \
-                         WHERE job_type = ? AND status = 'Pending' LIMIT 10) RETURNING id",
+                        "UPDATE outbox_messages SET status = 'running' WHERE ROWID IN (SELECT ROWID FROM outbox_messages \
+                         WHERE type_tag = ? AND status = 'queued' LIMIT 10) RETURNING id",
                     )
                     .bind(queue)
                     .fetch_all(&mut *c)
@@ -249,11 +249,13 @@ impl Db {
                         return total;
                     }
                     total += ids.len() as u64;
-                    sqlx::query("DELETE FROM Jobs WHERE id IN (SELECT value FROM json_each(?))")
-                        .bind(serde_json::to_string(&ids).unwrap())
-                        .execute(&mut *c)
-                        .await
-                        .unwrap();
+                    sqlx::query(
+                        "DELETE FROM outbox_messages WHERE id IN (SELECT value FROM json_each(?))",
+                    )
+                    .bind(serde_json::to_string(&ids).unwrap())
+                    .execute(&mut *c)
+                    .await
+                    .unwrap();
                 }
             }
             #[cfg(feature = "postgres")]
@@ -261,8 +263,8 @@ impl Db {
                 let mut c = p.acquire().await.unwrap();
                 loop {
                     let ids: Vec<String> = sqlx::query_scalar(
-                        "UPDATE apalis.jobs SET status = 'Queued' WHERE id IN (SELECT id FROM apalis.jobs \
-                         WHERE job_type = $1 AND status = 'Pending' LIMIT 10 \
+                        "UPDATE outbox_messages SET status = 'running' WHERE id IN (SELECT id FROM outbox_messages \
+                         WHERE type_tag = $1 AND status = 'queued' LIMIT 10 \
                          FOR UPDATE SKIP LOCKED) RETURNING id",
                     )
                     .bind(queue)
@@ -273,7 +275,7 @@ impl Db {
                         return total;
                     }
                     total += ids.len() as u64;
-                    sqlx::query("DELETE FROM apalis.jobs WHERE id = ANY($1)")
+                    sqlx::query("DELETE FROM outbox_messages WHERE id = ANY($1)")
                         .bind(&ids)
                         .execute(&mut *c)
                         .await
@@ -286,7 +288,7 @@ impl Db {
                 loop {
                     let mut tx = sqlx::Connection::begin(&mut *c).await.unwrap();
                     let ids: Vec<String> = sqlx::query_scalar(
-                        "SELECT id FROM outbox_jobs WHERE job_type = ? AND status = 'Pending' \
+                        "SELECT id FROM outbox_messages WHERE type_tag = ? AND status = 'queued' \
                          LIMIT 10 FOR UPDATE SKIP LOCKED",
                     )
                     .bind(queue)
@@ -299,7 +301,7 @@ impl Db {
                     }
                     total += ids.len() as u64;
                     sqlx::query(
-                        "DELETE j FROM outbox_jobs AS j \
+                        "DELETE j FROM outbox_messages AS j \
                          JOIN JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(36) PATH '$')) AS t ON j.id = t.i",
                     )
                     .bind(serde_json::to_string(&ids).unwrap())

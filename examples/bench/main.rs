@@ -6,7 +6,7 @@
 //! scripts/bench.sh        # every backend and workload, with postfix's smtp-sink for `email`
 //! ```
 //!
-//! Workloads: enqueue, fanout, drain (N = 5,000 and 200,000, plus raw apalis and the raw
+//! Workloads: enqueue, fanout, drain (N = 5,000 and 200,000, plus the raw
 //! SQL floor), latency, email, ratelimit, memory. Each figure is the median of `--runs`
 //! runs, each on a fresh database. Method and results: BENCHMARKS.md.
 
@@ -170,7 +170,6 @@ async fn run_on<P: pools::BenchPool>(
         "drain" | "drain.200k" => {
             workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Full).await
         }
-        "drain.apalis" => workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Bare).await,
         "drain.floor" => workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Floor).await,
         "latency" => workloads::latency(pool, n.unwrap_or(200), 20.0).await,
         "ratelimit" => workloads::ratelimit(pool, 100.0, 10, 30.0).await,
@@ -292,12 +291,11 @@ async fn main() {
             let parts: Vec<(&str, Option<u64>)> = match (w.as_str(), args.n) {
                 ("drain", None) => vec![
                     ("drain", Some(5_000)),
-                    ("drain.apalis", Some(5_000)),
                     ("drain.floor", Some(5_000)),
                     ("drain", Some(200_000)),
                     ("drain.floor", Some(200_000)),
                 ],
-                ("drain", n) => vec![("drain", n), ("drain.apalis", n), ("drain.floor", n)],
+                ("drain", n) => vec![("drain", n), ("drain.floor", n)],
                 (w, n) => vec![(w, n)],
             };
             for (part, n) in parts {
@@ -347,23 +345,14 @@ fn link_baselines(all: &mut [Figure], kind: Kind) {
             .find(|f| f.backend == kind.name() && f.workload == w && f.n == n)
             .map(|f| f.value)
     };
-    let pairs: Vec<(usize, Option<f64>, Option<f64>)> = all
+    let pairs: Vec<(usize, Option<f64>)> = all
         .iter()
         .enumerate()
         .filter(|(_, f)| f.backend == kind.name() && f.workload == "drain")
-        .map(|(i, f)| {
-            (
-                i,
-                find(all, "drain.apalis", f.n),
-                find(all, "drain.floor", f.n),
-            )
-        })
+        .map(|(i, f)| (i, find(all, "drain.floor", f.n)))
         .collect();
-    for (i, bare, floor) in pairs {
-        if let Some(b) = bare {
-            all[i].baseline = Some("raw apalis".into());
-            all[i].baseline_value = Some(b);
-        } else if let Some(fl) = floor {
+    for (i, floor) in pairs {
+        if let Some(fl) = floor {
             all[i].baseline = Some("raw SQL floor".into());
             all[i].baseline_value = Some(fl);
         }

@@ -6,11 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use outbox::{
-    backend::{Backend, QueueSettings, WorkerContext},
-    prelude::*,
-    RateLimit,
-};
+use outbox::{prelude::*, RateLimit};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -104,61 +100,13 @@ pub async fn drain_full<P: BenchPool>(pool: &P, n: u64) -> f64 {
     rate
 }
 
-/// apalis alone on the same storage draining `n` (no outbox layers, no-op handler).
-pub async fn drain_bare<P: BenchPool>(pool: &P, n: u64) -> f64 {
-    pool.fan_out(&noops(n)).await;
-    let admin = Outbox::new(pool.backend()).admin();
-    let ctx = WorkerContext::new(&format!("bare-{}", std::process::id()));
-    let settings = QueueSettings {
-        queue: Noop::TYPE,
-        concurrency: 10,
-        batch_size: 10,
-        poll_interval: Duration::from_millis(20),
-        heartbeat_interval: Duration::from_secs(10),
-        missed_heartbeats: 3,
-    };
-    let started = Instant::now();
-    let worker = tokio::spawn(pool.backend().run_bare_worker(ctx.clone(), settings));
-    loop {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let done = admin
-            .status_counts()
-            .await
-            .unwrap()
-            .first()
-            .map_or(0, |c| c.done);
-        if done >= n {
-            break;
-        }
-    }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
-    let _ = ctx.stop();
-    // The figure is taken; a bare worker that does not wind down must not hang the run
-    // (seen once on MariaDB: BENCHMARKS.md).
-    let abort = worker.abort_handle();
-    if tokio::time::timeout(Duration::from_secs(30), worker)
-        .await
-        .is_err()
-    {
-        eprintln!("drain.apalis: the bare worker did not stop within 30 s; aborted it");
-        abort.abort();
-    }
-    rate
-}
-
-/// Drain throughput of the full stack, raw apalis and the raw-SQL floor.
+/// Drain throughput of the full stack and the raw-SQL floor.
 pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) -> Vec<Figure> {
     match which {
         DrainPart::Full => {
             let rate = drain_full(pool, n).await;
             vec![Figure::new("drain", n, rate, "msgs/s")]
         }
-        DrainPart::Bare => vec![Figure::new(
-            "drain.apalis",
-            n,
-            drain_bare(pool, n).await,
-            "msgs/s",
-        )],
         DrainPart::Floor => {
             pool.fan_out(&noops(n)).await;
             let started = Instant::now();
@@ -178,7 +126,6 @@ pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) ->
 #[derive(Debug, Clone, Copy)]
 pub enum DrainPart {
     Full,
-    Bare,
     Floor,
 }
 

@@ -13,6 +13,7 @@ pub mod handler;
 pub mod layers;
 mod message;
 mod outbox;
+pub mod store;
 pub mod worker;
 
 pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, TypeCounts};
@@ -28,6 +29,7 @@ pub use message::{
     MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{DrainReport, Outbox, QueueOptions};
+pub use store::Retention;
 pub use worker::DeliveryCounts;
 
 #[cfg(feature = "mysql")]

@@ -3,9 +3,15 @@
 mod drain;
 mod pauses;
 mod register;
+mod retention;
 mod settings;
 
-use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
 use tokio::{sync::watch, task::JoinHandle};
 
@@ -13,13 +19,13 @@ pub use drain::DrainReport;
 pub use settings::QueueOptions;
 
 use crate::{
-    admin::{unix_secs_f64, Admin},
-    backend::{Backend, RetryStore, UnregisteredType},
-    clock::{Clock, SystemClock},
+    admin::Admin,
+    clock::{unix_secs_f64, Clock, SystemClock},
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
         pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
     },
+    store::{Backend, Retention, UnregisteredType},
     worker::{supervise, Counters, DeliveryCounts, Dispatch, ErasedHandler, WorkerNames},
     Error, RateLimit,
 };
@@ -52,6 +58,7 @@ pub struct Outbox<B, S = ()> {
     defaults: QueueOptions,
     shutdown_timeout: Duration,
     fail_unregistered: bool,
+    retention: Retention,
     clock: Arc<dyn Clock>,
     counters: Arc<Counters>,
 }
@@ -62,7 +69,8 @@ struct Running {
     names: WorkerNames,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
-    pauses: JoinHandle<()>,
+    /// The pause watcher and, with retention, the pruner.
+    helpers: Vec<JoinHandle<()>>,
 }
 
 impl<B: Backend> Outbox<B, ()> {
@@ -84,6 +92,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             defaults: QueueOptions::new(),
             shutdown_timeout: Duration::from_secs(15),
             fail_unregistered: false,
+            retention: Retention::default(),
             clock: Arc::new(SystemClock),
             counters: Arc::new(Counters::default()),
         }
@@ -111,6 +120,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// off; unregistered types are then only reported).
     pub fn fail_unregistered_types(mut self, yes: bool) -> Self {
         self.fail_unregistered = yes;
+        self
+    }
+
+    /// Whether delivered messages are deleted (the default) or kept as done rows for a
+    /// window and then pruned. An idempotency key stays taken while its message's row
+    /// exists: until delivery by default, until the end of the window with
+    /// [`Retention::keep_for`].
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -179,7 +197,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             ));
         }
         for r in &self.registrations {
-            let s = r.options.settings_for(r.queue);
+            let s = self.settings_of(r);
             let safe = s.heartbeat_interval * (s.missed_heartbeats.saturating_sub(1) as u32);
             if self.shutdown_timeout >= safe {
                 return Err(Error::Config(format!(
@@ -190,12 +208,22 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 )));
             }
         }
+        if let Retention::KeepFor(window) = self.retention {
+            if window.is_zero() {
+                return Err(Error::Config(
+                    "Retention::keep_for needs a window longer than zero; use \
+                     Retention::delete_on_success to keep nothing"
+                        .into(),
+                ));
+            }
+        }
         for r in &self.registrations {
-            let s = r.options.settings_for(r.queue);
-            let lease = s.heartbeat_interval * s.missed_heartbeats as u32;
-            let recovered = self.backend.recover_orphans(r.queue, lease).await?;
-            if recovered > 0 {
-                tracing::warn!(message.type = r.queue, recovered, "re-enqueued messages held by workers that stopped sending heartbeats");
+            let rescued = self
+                .backend
+                .rescue_expired(r.queue, SystemTime::now())
+                .await?;
+            if rescued > 0 {
+                tracing::warn!(message.type = r.queue, rescued, "re-queued messages whose worker's lease expired (a crashed or stopped process)");
             }
         }
         let now = unix_secs_f64(self.clock.now());
@@ -220,7 +248,6 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     async fn start(&self) -> Running {
         let names = WorkerNames::new();
         let (stop, stopped) = watch::channel(false);
-        let store: Arc<dyn RetryStore> = Arc::new(self.backend.clone());
         // Start paused types paused: read the table once before any worker runs.
         let paused = match self.backend.paused().await {
             Ok(paused) => paused,
@@ -239,17 +266,16 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 switches.insert(r.queue, Arc::clone(&switch));
                 let layers = OutboxLayers {
                     dead_letter: DeadLetterLayer {
-                        store: Arc::clone(&store),
+                        type_tag: r.queue,
                         counters: Arc::clone(&self.counters),
                     },
                     retry: RetryLayer {
-                        store: Arc::clone(&store),
                         schedule: Arc::new(r.options.schedule().clone()),
                         clock: Arc::clone(&self.clock),
                         counters: Arc::clone(&self.counters),
                     },
                     pause: PauseLayer::new(switch),
-                    concurrency: r.options.settings_for(r.queue).concurrency,
+                    concurrency: r.options.concurrency_limit(),
                     orphan: r.orphan_check.as_ref().map(|check| OrphanLayer {
                         check: Arc::clone(check),
                         counters: Arc::clone(&self.counters),
@@ -267,7 +293,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     Dispatch::new(r.queue, Arc::clone(&r.handler), Arc::clone(&self.counters));
                 tokio::spawn(supervise(
                     self.backend.clone(),
-                    r.options.settings_for(r.queue),
+                    self.settings_of(r),
                     layers,
                     dispatch,
                     names.clone(),
@@ -275,12 +301,19 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 ))
             })
             .collect();
-        let pauses = pauses::watch(self.backend.clone(), switches, stopped);
+        let mut helpers = vec![pauses::watch(
+            self.backend.clone(),
+            switches,
+            stopped.clone(),
+        )];
+        if let Retention::KeepFor(window) = self.retention {
+            helpers.push(retention::prune(self.backend.clone(), window, stopped));
+        }
         Running {
             names,
             stop,
             workers,
-            pauses,
+            helpers,
         }
     }
 
@@ -300,7 +333,13 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             );
             aborts.iter().for_each(|a| a.abort());
         }
-        running.pauses.abort();
+        running.helpers.iter().for_each(|h| h.abort());
+    }
+
+    /// The worker settings of one registration.
+    fn settings_of(&self, r: &Registration) -> crate::worker::QueueSettings {
+        r.options
+            .settings_for(r.queue, matches!(self.retention, Retention::KeepFor(_)))
     }
 
     /// Reports (or, if configured, gives up) pending messages of unregistered types.
@@ -317,7 +356,10 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 "no handler is registered for this message type (registered: {})",
                 registered.join(", ")
             );
-            let n = self.backend.fail_unregistered(registered, &reason).await?;
+            let n = self
+                .backend
+                .bury_unregistered(registered, &reason, SystemTime::now())
+                .await?;
             tracing::warn!(
                 count = n,
                 "moved messages of unregistered types to the dead letters"

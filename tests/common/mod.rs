@@ -52,7 +52,7 @@ impl TestDb {
 
     /// Number of queued rows of one type, whatever their status.
     pub async fn count(&self, type_tag: &str) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM Jobs WHERE job_type = ?")
+        sqlx::query_scalar("SELECT COUNT(*) FROM outbox_messages WHERE type_tag = ?")
             .bind(type_tag)
             .fetch_one(&self.pool)
             .await
@@ -61,16 +61,16 @@ impl TestDb {
 
     /// Rows with this id in the queue (0 or 1).
     pub async fn count_id(&self, id: &str) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM Jobs WHERE id = ?")
+        sqlx::query_scalar("SELECT COUNT(*) FROM outbox_messages WHERE id = ?")
             .bind(id)
             .fetch_one(&self.pool)
             .await
             .unwrap()
     }
 
-    /// (status, attempts, last_result) of one row.
+    /// (status, attempts, last_error) of one row.
     pub async fn row(&self, id: &str) -> (String, i64, Option<String>) {
-        sqlx::query_as("SELECT status, attempts, last_result FROM Jobs WHERE id = ?")
+        sqlx::query_as("SELECT status, attempts, last_error FROM outbox_messages WHERE id = ?")
             .bind(id)
             .fetch_one(&self.pool)
             .await
@@ -80,8 +80,8 @@ impl TestDb {
     /// Inserts a row the way other software might: any type tag, any bytes.
     pub async fn insert_raw(&self, id: &str, type_tag: &str, payload: &[u8]) {
         sqlx::query(
-            "INSERT INTO Jobs (job, id, job_type, status, attempts, max_attempts, run_at, priority, metadata) \
-             VALUES (?, ?, ?, 'Pending', 0, 3, strftime('%s','now'), 0, '{}')",
+            "INSERT INTO outbox_messages (payload, id, type_tag, status, attempts, max_attempts, due_at, priority, enqueued_at) \
+             VALUES (?, ?, ?, 'queued', 0, 3, unixepoch('subsec') * 1000, 0, unixepoch('subsec') * 1000)",
         )
         .bind(payload)
         .bind(id)

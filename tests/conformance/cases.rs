@@ -9,7 +9,7 @@ use outbox::{
     backend::{RateBucketStore, TokenGrant},
     enqueue_many,
     prelude::*,
-    DeadLetterFilter, RateLimit, Relevance, RetrySchedule,
+    DeadLetterFilter, RateLimit, Relevance, Retention, RetrySchedule,
 };
 use serde::{Deserialize, Serialize};
 
@@ -404,8 +404,10 @@ pub async fn status_counts<H: Harness>() {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let outbox =
-        Outbox::new(h.backend()).register::<Mail, _>(|m: Mail, _: MessageContext| async move {
+    // Delivered messages are kept for an hour, so the done count shows them.
+    let outbox = Outbox::new(h.backend())
+        .retention(Retention::keep_for(Duration::from_secs(3600)))
+        .register::<Mail, _>(|m: Mail, _: MessageContext| async move {
             if m.n == 1 {
                 Ok(())
             } else {
@@ -450,4 +452,226 @@ pub async fn fan_out_ten_thousand<H: Harness>() {
             existing: d.id().clone()
         }));
     assert_eq!(h.count_messages("conf.mail").await, 10_000);
+}
+
+/// A worker whose lease expired and whose message another worker claimed can no longer
+/// settle it; the new holder can.
+pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
+    use outbox::store::{ClaimRequest, QueueStore, Settle, Settlement};
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let id = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap().id().clone();
+    tx.commit().await.unwrap();
+    let b = h.backend();
+    let now = SystemTime::now();
+    let claim = |owner: &'static str, at: SystemTime| ClaimRequest {
+        type_tag: "conf.mail",
+        owner,
+        limit: 10,
+        now: at,
+        lease_until: at + Duration::from_millis(100),
+    };
+    let first = b.claim(&claim("stale-0", now)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].attempt, 1, "the claim counts the attempt");
+    assert!(
+        b.claim(&claim("other-0", now)).await.unwrap().is_empty(),
+        "a leased message is not claimed twice"
+    );
+    // The first worker stalls past its lease; the message is rescued and claimed again.
+    let later = now + Duration::from_secs(1);
+    assert_eq!(b.rescue_expired("conf.mail", later).await.unwrap(), 1);
+    let second = b.claim(&claim("fresh-0", later)).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].attempt, 2, "the crashed attempt stays counted");
+    let done = |attempt| {
+        vec![Settlement {
+            id: id.clone(),
+            attempt,
+            settle: Settle::Done {
+                keep: false,
+                note: None,
+            },
+        }]
+    };
+    for settle in [
+        Settle::Done {
+            keep: false,
+            note: None,
+        },
+        Settle::Bury {
+            reason: "stale".into(),
+        },
+        Settle::Release,
+    ] {
+        let stale = vec![Settlement {
+            id: id.clone(),
+            attempt: 1,
+            settle,
+        }];
+        let r = b.settle("stale-0", &stale, later).await.unwrap();
+        assert_eq!(
+            (r.applied, r.fenced),
+            (0, 1),
+            "the stale worker is fenced off"
+        );
+    }
+    assert_eq!(h.count_messages("conf.mail").await, 1, "still in the queue");
+    let r = b.settle("fresh-0", &done(2), later).await.unwrap();
+    assert_eq!((r.applied, r.fenced), (1, 0), "the holder settles it");
+    assert_eq!(
+        h.count_messages("conf.mail").await,
+        0,
+        "delivered and deleted"
+    );
+}
+
+/// By default a delivered message is deleted and its key is free again; with retention it
+/// is kept as done (its key taken) until pruned.
+pub async fn retention_off_and_on<H: Harness>() {
+    use outbox::store::QueueStore;
+    let h = H::new().await;
+    let calls = Arc::new(Calls::default());
+    let enqueue = |n| {
+        let pool = h.pool().clone();
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let r = Mail { n }.enqueue(&mut *tx).await.unwrap();
+            tx.commit().await.unwrap();
+            r
+        }
+    };
+    assert!(!enqueue(1).await.is_duplicate());
+    outbox(&h, &calls).drain().await.unwrap();
+    assert_eq!(h.count_messages("conf.mail").await, 0, "deleted on success");
+    assert!(
+        !enqueue(1).await.is_duplicate(),
+        "its key is free once it was delivered"
+    );
+
+    let keep = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .retention(Retention::keep_for(Duration::from_secs(3600)))
+        .register::<Mail, _>(ok);
+    keep.drain().await.unwrap();
+    assert_eq!(h.count_messages("conf.mail").await, 1, "kept as done");
+    let counts = keep.admin().status_counts().await.unwrap().remove(0);
+    assert_eq!((counts.done, counts.pending), (1, 0), "{counts:?}");
+    assert!(
+        enqueue(1).await.is_duplicate(),
+        "its key stays taken for the retention window"
+    );
+    let b = h.backend();
+    assert_eq!(
+        b.prune_done(SystemTime::now() - Duration::from_secs(60), 100)
+            .await
+            .unwrap(),
+        0,
+        "younger than the cutoff: kept"
+    );
+    assert_eq!(
+        b.prune_done(SystemTime::now() + Duration::from_secs(1), 100)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(h.count_messages("conf.mail").await, 0, "pruned");
+    assert!(!enqueue(1).await.is_duplicate(), "pruned: the key is free");
+    assert_eq!(
+        calls.len(),
+        2,
+        "each enqueue that was not a duplicate ran once"
+    );
+}
+
+/// Handler calls and the attempt number each one saw.
+type CallsAndAttempts = (Arc<Calls>, Arc<Mutex<Vec<u32>>>);
+
+/// A slow worker holding a prefetched batch never lets a lease expire while it lives:
+/// leases are extended and messages that wait long are given back unchanged, so nothing
+/// is rescued, run twice or charged an attempt for waiting.
+pub async fn prefetch_stays_within_the_lease<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let mails: Vec<Mail> = (1..=6).map(|n| Mail { n }).collect();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let outbox = Outbox::with_state(h.backend(), (Arc::clone(&calls), Arc::clone(&attempts)))
+        .register_with::<Mail, _>(
+            |m: Mail, ctx: MessageContext<CallsAndAttempts>| async move {
+                ctx.state().0.record(m.n);
+                ctx.state().1.lock().unwrap().push(ctx.attempt());
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Ok::<(), HandlerError>(())
+            },
+            // Lease 600 ms; the last of 6 messages waits ~2.5 s behind one slot.
+            QueueOptions::new()
+                .concurrency(1)
+                .batch_size(6)
+                .heartbeat_interval(Duration::from_millis(200))
+                .missed_heartbeats(3),
+        )
+        .shutdown_timeout(Duration::from_millis(300));
+    let expired = Arc::new(Mutex::new(0));
+    let watch = {
+        let (h, expired) = (&h, Arc::clone(&expired));
+        async move {
+            while calls.len() < 6 {
+                *expired.lock().unwrap() += h.expired_leases().await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(600)).await;
+        }
+    };
+    outbox.run_until(watch).await.unwrap();
+    assert_eq!(
+        *expired.lock().unwrap(),
+        0,
+        "no lease expired while its worker lived"
+    );
+    assert_eq!(
+        *attempts.lock().unwrap(),
+        vec![1; 6],
+        "each message ran once, on its first attempt"
+    );
+}
+
+/// Two admins requeue the same dead letter at the same moment: it is requeued once, and
+/// neither gets an error.
+pub async fn concurrent_requeues_of_one_dead_letter<H: Harness>() {
+    let h = H::new().await;
+    for round in 0..10 {
+        let mut tx = h.pool().begin().await.unwrap();
+        let id = Mail { n: round }
+            .enqueue_with(&mut *tx, EnqueueOptions::new().without_idempotency_key())
+            .await
+            .unwrap()
+            .id()
+            .clone();
+        tx.commit().await.unwrap();
+        let reject =
+            Outbox::new(h.backend()).register::<Mail, _>(|_: Mail, _: MessageContext| async {
+                Err::<(), _>(HandlerError::permanent("550"))
+            });
+        reject.drain().await.unwrap();
+        let (a, b) = (reject.admin().dead_letters(), reject.admin().dead_letters());
+        let (ra, rb) = tokio::join!(a.requeue(&id), b.requeue(&id));
+        let (ra, rb) = (
+            ra.expect("no error for the first"),
+            rb.expect("no error for the second"),
+        );
+        assert!(ra ^ rb, "round {round}: requeued exactly once ({ra}, {rb})");
+        assert_eq!(
+            h.count_messages("conf.mail").await,
+            1,
+            "one message back in the queue"
+        );
+        // Clear it for the next round.
+        Outbox::new(h.backend())
+            .register::<Mail, _>(|_: Mail, _: MessageContext| async { Ok::<(), HandlerError>(()) })
+            .drain()
+            .await
+            .unwrap();
+    }
 }

@@ -43,6 +43,8 @@ pub trait Harness: Sized + Send + Sync + 'static {
     fn record_delivery(&self, id: &str) -> impl std::future::Future<Output = ()> + Send;
     /// (message id, process id) of every recorded delivery.
     async fn deliveries(&self) -> Vec<(String, i64)>;
+    /// Running messages whose lease has expired (by the database's clock).
+    async fn expired_leases(&self) -> i64;
 }
 
 /// The URL of a server, from `var` or the default, with the database name replaced.
@@ -108,8 +110,15 @@ macro_rules! probes {
         insert_user = $insert:literal,
         count_messages = $count:literal,
         attempts = $attempts:literal as $attempts_ty:ty,
-        record_delivery = $record:literal $(,)?
+        record_delivery = $record:literal,
+        expired_leases = $expired:literal $(,)?
     ) => {
+        async fn expired_leases(&self) -> i64 {
+            sqlx::query_scalar($expired)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap()
+        }
         fn insert_user<'c>(conn: &'c mut $conn, id: i64) -> BoxFuture<'c, ()> {
             Box::pin(async move {
                 sqlx::query($insert).bind(id).execute(conn).await.unwrap();
@@ -216,9 +225,11 @@ mod sqlite {
         probes!(
             conn = SqliteConnection,
             insert_user = "INSERT INTO users (id, email) VALUES (?, 'u@example.test')",
-            count_messages = "SELECT COUNT(*) FROM Jobs WHERE job_type = ?",
-            attempts = "SELECT attempts FROM Jobs WHERE id = ?" as i64,
+            count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = ?",
+            attempts = "SELECT attempts FROM outbox_messages WHERE id = ?" as i64,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+            expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
+                              AND lease_expires_at < unixepoch('subsec') * 1000",
         );
     }
 }
@@ -313,9 +324,11 @@ mod postgres {
         probes!(
             conn = PgConnection,
             insert_user = "INSERT INTO users (id, email) VALUES ($1, 'u@example.test')",
-            count_messages = "SELECT COUNT(*) FROM apalis.jobs WHERE job_type = $1",
-            attempts = "SELECT attempts FROM apalis.jobs WHERE id = $1" as i32,
+            count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = $1",
+            attempts = "SELECT attempts FROM outbox_messages WHERE id = $1" as i32,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES ($1, $2)",
+            expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
+                              AND lease_expires_at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
         );
     }
 }
@@ -407,9 +420,11 @@ mod mysql {
         probes!(
             conn = MySqlConnection,
             insert_user = "INSERT INTO users (id, email) VALUES (?, 'u@example.test')",
-            count_messages = "SELECT COUNT(*) FROM outbox_jobs WHERE job_type = ?",
-            attempts = "SELECT attempts FROM outbox_jobs WHERE id = ?" as i32,
+            count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = ?",
+            attempts = "SELECT attempts FROM outbox_messages WHERE id = ?" as i32,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+            expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
+                              AND lease_expires_at < ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)",
         );
     }
 }

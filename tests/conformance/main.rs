@@ -61,6 +61,22 @@ macro_rules! conformance {
                 cases::fan_out_ten_thousand::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_stale_workers_settlement_is_refused() {
+                cases::a_stale_workers_settlement_is_refused::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn retention_off_and_on() {
+                cases::retention_off_and_on::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn prefetch_stays_within_the_lease() {
+                cases::prefetch_stays_within_the_lease::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_requeues_of_one_dead_letter() {
+                cases::concurrent_requeues_of_one_dead_letter::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {
                 processes::three_processes_deliver_each_exactly_once::<H>().await
             }

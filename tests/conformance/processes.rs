@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use outbox::{enqueue_many, prelude::*};
+use outbox::{enqueue_many, prelude::*, Retention};
 
 use super::{cases::Mail, harness::Harness};
 
@@ -47,6 +47,8 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
             },
             options.concurrency(5),
         )
+        // Delivered rows are kept, so the test can read their attempts.
+        .retention(Retention::keep_for(Duration::from_secs(3600)))
         .shutdown_timeout(std::time::Duration::from_secs(1));
     match role {
         "drain" => {

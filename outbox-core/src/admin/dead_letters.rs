@@ -1,94 +1,22 @@
 //! The dead letters: messages given up for good, kept with their payload and last error
 //! until requeued or purged.
 
-use std::time::SystemTime;
+use std::{sync::Arc, time::SystemTime};
 
-use crate::{backend::Backend, Error, MessageId};
-
-/// One dead letter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetter {
-    /// The message's id (kept when requeued).
-    pub id: MessageId,
-    /// Its type tag.
-    pub type_tag: String,
-    /// The payload as stored (JSON bytes).
-    pub payload: Vec<u8>,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Attempts it had.
-    pub max_attempts: u32,
-    /// Its idempotency key, if any.
-    pub idempotency_key: Option<String>,
-    /// Why it was given up.
-    pub last_error: String,
-    /// When it was enqueued.
-    pub enqueued_at: Option<SystemTime>,
-    /// When it was given up.
-    pub failed_at: SystemTime,
-}
-
-/// Which dead letters an operation applies to: all, one type, one message, or those that
-/// failed before a time (the conditions combine).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeadLetterFilter {
-    /// Only this message.
-    pub id: Option<String>,
-    /// Only this type.
-    pub type_tag: Option<String>,
-    /// Only those given up before this time.
-    pub failed_before: Option<SystemTime>,
-}
-
-impl DeadLetterFilter {
-    /// Every dead letter.
-    pub fn all() -> Self {
-        Self::default()
-    }
-
-    /// One message.
-    pub fn id(id: impl Into<String>) -> Self {
-        Self {
-            id: Some(id.into()),
-            ..Self::default()
-        }
-    }
-
-    /// One type.
-    pub fn type_tag(type_tag: impl Into<String>) -> Self {
-        Self {
-            type_tag: Some(type_tag.into()),
-            ..Self::default()
-        }
-    }
-
-    /// Narrows to dead letters given up before `t`.
-    pub fn failed_before(mut self, t: SystemTime) -> Self {
-        self.failed_before = Some(t);
-        self
-    }
-}
-
-/// What a requeue did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Requeued {
-    /// Moved back to the queue, due now with attempts reset.
-    pub requeued: u64,
-    /// Left in the dead letters because a newer message of the same type holds their
-    /// idempotency key (purge them, or requeue after that message is gone).
-    pub key_taken: u64,
-}
+use super::{DeadLetter, DeadLetterFilter, Requeued};
+use crate::{clock::Clock, store::Backend, Error, MessageId};
 
 /// List, count, requeue and purge dead letters. Safe while workers run: each operation
 /// is one transaction, and a requeued message is an ordinary pending message.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DeadLetters<B> {
     backend: B,
+    clock: Arc<dyn Clock>,
 }
 
 impl<B: Backend> DeadLetters<B> {
-    pub(crate) fn new(backend: B) -> Self {
-        Self { backend }
+    pub(crate) fn new(backend: B, clock: Arc<dyn Clock>) -> Self {
+        Self { backend, clock }
     }
 
     /// A page of dead letters (newest first), `page` counting from 0.
@@ -109,8 +37,9 @@ impl<B: Backend> DeadLetters<B> {
         self.backend.count_dead(filter).await
     }
 
-    /// Moves one dead letter back to the queue; false if no such dead letter (or its key
-    /// is taken, see [`Requeued::key_taken`]).
+    /// Moves one dead letter back to the queue; false if there is no such dead letter
+    /// (another caller requeued or purged it first), or if its key is taken (see
+    /// [`Requeued::key_taken`]).
     pub async fn requeue(&self, id: &MessageId) -> Result<bool, Error> {
         Ok(self
             .requeue_where(&DeadLetterFilter::id(id.as_str()))
@@ -132,7 +61,7 @@ impl<B: Backend> DeadLetters<B> {
 
     /// Moves matching dead letters back to the queue.
     pub async fn requeue_where(&self, filter: &DeadLetterFilter) -> Result<Requeued, Error> {
-        self.backend.requeue_dead(filter).await
+        self.backend.requeue_dead(filter, self.clock.now()).await
     }
 
     /// Deletes one dead letter; false if there was none.

@@ -3,30 +3,17 @@
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
-mod stats;
 
 use std::sync::Arc;
 
-pub use dead_letters::{DeadLetter, DeadLetterFilter, DeadLetters, Requeued};
-pub use stats::TypeCounts;
+pub use crate::store::{DeadLetter, DeadLetterFilter, PausedType, Requeued, TypeCounts};
+pub use dead_letters::DeadLetters;
 
 use crate::{
-    backend::Backend,
-    clock::{Clock, SystemClock},
-    layers::rate_limit::{BucketState, RateLimit},
+    clock::{unix_secs_f64, Clock, SystemClock},
+    store::{Backend, BucketState, RateLimit},
     Error,
 };
-
-/// A message type paused across processes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PausedType {
-    /// The paused type tag.
-    pub type_tag: String,
-    /// When it was paused.
-    pub paused_at: std::time::SystemTime,
-    /// Why, as given to [`Admin::pause`].
-    pub reason: String,
-}
 
 /// The admin surface over one backend.
 #[derive(Clone)]
@@ -47,13 +34,13 @@ impl<B: Backend> Admin<B> {
 
     /// The dead letters: list, count, requeue, purge.
     pub fn dead_letters(&self) -> DeadLetters<B> {
-        DeadLetters::new(self.backend.clone())
+        DeadLetters::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// Stops starting messages of `type_tag` in every process within about a second;
     /// they stay queued and go out after [`Admin::resume`].
     pub async fn pause(&self, type_tag: &str, reason: &str) -> Result<(), Error> {
-        self.backend.pause(type_tag, reason).await
+        self.backend.pause(type_tag, reason, self.clock.now()).await
     }
 
     /// Lets messages of `type_tag` start again; false if it was not paused.
@@ -86,11 +73,4 @@ impl<B: Backend> Admin<B> {
     pub async fn status_counts(&self) -> Result<Vec<TypeCounts>, Error> {
         self.backend.status_counts(self.clock.now()).await
     }
-}
-
-/// Unix seconds of `t` with sub-second precision.
-pub(crate) fn unix_secs_f64(t: std::time::SystemTime) -> f64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default()
 }

@@ -18,7 +18,10 @@ struct Row<'a> {
     queue: &'a str,
     /// The payload's JSON text (serde_json output is always UTF-8).
     job: &'a str,
-    run_at: i64,
+    /// Due time, unix ms.
+    due: i64,
+    /// Enqueue time, unix ms.
+    at: i64,
     priority: u16,
     max_attempts: u32,
     /// Left out when absent, so every database reads SQL NULL.
@@ -35,7 +38,13 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
                 id: m.id.as_str(),
                 queue: m.queue,
                 job: std::str::from_utf8(&m.payload).map_err(|e| sqlx::Error::Encode(e.into()))?,
-                run_at: m.run_at,
+                // A requested delay is rounded up (never early); "now" is not.
+                due: if m.due_at > m.enqueued_at {
+                    crate::clock::unix_millis_ceil(m.due_at)
+                } else {
+                    crate::clock::unix_millis(m.due_at)
+                },
+                at: crate::clock::unix_millis(m.enqueued_at),
                 priority: m.priority,
                 max_attempts: m.max_attempts,
                 key: m.idempotency_key.as_deref(),
@@ -88,10 +97,11 @@ pub(crate) fn resolve(
 }
 
 /// `EnqueueConnection` for a connection type whose insert returns the ids it wrote
-/// (`RETURNING`), reading `enqueue.sql` and `find_by_keys.sql` from `$dir`.
+/// (`RETURNING`), reading `enqueue.sql` and `find_by_keys.sql` from `$dir`; `$after` runs
+/// on the connection once rows were written (to arrange a wake-up at commit).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! returning_enqueue {
-    ($conn:ty, $dir:literal) => {
+    ($conn:ty, $dir:literal, after = $after:path) => {
         impl $crate::enqueue::EnqueueConnection for $conn {
             fn insert_messages<'a>(
                 &'a mut self,
@@ -109,6 +119,9 @@ macro_rules! returning_enqueue {
                     .bind(encode_rows(rows)?)
                     .fetch_all(&mut *self)
                     .await?;
+                    if !written.is_empty() {
+                        $after(&mut *self, rows).await?;
+                    }
                     let written: std::collections::HashSet<String> = written.into_iter().collect();
                     let mut holders = std::collections::HashMap::new();
                     for (queue, keys) in keys_to_resolve(rows, &written) {

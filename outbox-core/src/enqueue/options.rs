@@ -43,8 +43,8 @@ impl EnqueueOptions {
 
     /// Deliver no earlier than `delay` from now.
     ///
-    /// Backends store due times in whole seconds and round up, so a message is never
-    /// delivered early, and at most a second late on top of the poll interval.
+    /// Due times are stored in milliseconds, rounded up, so a message is never delivered
+    /// early; an idle worker finds it within its poll interval of becoming due.
     pub fn after(mut self, delay: Duration) -> Self {
         self.when = Some(When::After(delay));
         self

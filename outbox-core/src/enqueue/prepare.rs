@@ -1,6 +1,6 @@
 //! Turning a typed message and its options into a checked row, before anything is written.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use super::{
     options::{KeyChoice, When},
@@ -23,8 +23,10 @@ pub struct NewMessage {
     pub queue: &'static str,
     /// The message as JSON bytes.
     pub payload: Vec<u8>,
-    /// Due time in whole unix seconds (rounded up, never early).
-    pub run_at: i64,
+    /// When it is due (never earlier than requested).
+    pub due_at: SystemTime,
+    /// When it was enqueued.
+    pub enqueued_at: SystemTime,
     /// Scheduling priority; higher runs first.
     pub priority: u16,
     /// Attempts before the message is given up.
@@ -88,19 +90,13 @@ impl NewMessage {
             id: MessageId::generate(),
             queue: M::TYPE,
             payload,
-            run_at: unix_seconds_rounded_up(due, options.when.is_some()),
+            due_at: due,
+            enqueued_at: now,
             priority: options.priority.unwrap_or(M::DEFAULTS.priority),
             max_attempts,
             idempotency_key: key,
         })
     }
-}
-
-/// Unix seconds of `t`; rounded up for a requested due time so it is never early.
-fn unix_seconds_rounded_up(t: SystemTime, round_up: bool) -> i64 {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let extra = i64::from(round_up && d.subsec_nanos() > 0);
-    i64::try_from(d.as_secs()).unwrap_or(i64::MAX) + extra
 }
 
 /// An idempotency key is 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes without control characters.
@@ -123,18 +119,6 @@ fn check_key(key: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn due_times_round_up_only_when_requested() {
-        let t = UNIX_EPOCH + Duration::from_millis(10_500);
-        assert_eq!(unix_seconds_rounded_up(t, true), 11);
-        assert_eq!(unix_seconds_rounded_up(t, false), 10);
-        assert_eq!(
-            unix_seconds_rounded_up(UNIX_EPOCH + Duration::from_secs(7), true),
-            7
-        );
-    }
 
     #[test]
     fn keys_are_checked() {

@@ -2,20 +2,19 @@
 //! the value type they share). From the outside in:
 //!
 //! ```text
-//! DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
-//! * [`dead_letter`] moves given-up messages into `outbox_dead_letters`;
-//! * [`retry`] writes the next due time of a failed or deferred message into its row;
+//! * [`dead_letter`] counts and logs given-up messages;
+//! * [`retry`] decides the next due time of a failed message, or gives it up;
 //! * [`pause`] holds the worker while its type is paused in `outbox_paused`;
 //! * [`orphan`] completes messages whose subject is gone, without the handler;
 //! * [`rate_limit`] takes a token from a bucket shared through the database.
 //!
-//! Orphan and rate limit run outside apalis' lifecycle service, so a message dropped or
-//! deferred there does not count as an attempt; they set the task's status themselves
-//! (apalis only sets it inside its lifecycle, notes/apalis-1.0.md §0.3). The layers are
-//! ordinary tower layers and compose with apalis' own; [`OutboxLayers`] is the whole
-//! stack as `register` builds it.
+//! The layers decide; none of them writes the message's row. Their decisions travel up as
+//! the service's result ([`Completion`], or the errors [`Rescheduled`], [`Deferred`],
+//! [`GivenUp`]) to the worker's settle step, which hands them to a flusher that writes
+//! them in batches. [`OutboxLayers`] is the whole stack as `register` builds it.
 
 pub mod dead_letter;
 pub mod orphan;
@@ -31,7 +30,7 @@ use tower::{
     Layer,
 };
 
-pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp};
+pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled};
 
 use dead_letter::{DeadLetterLayer, DeadLetterService};
 use orphan::{OrphanLayer, OrphanService};

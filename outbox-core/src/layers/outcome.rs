@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::handler::HandlerErrorKind;
 
-/// How a message was completed without error; recorded as the row's last result.
+/// How a message was completed without error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Completion {
@@ -29,16 +29,28 @@ pub struct AttemptFailed {
     pub reason: String,
 }
 
-/// The message was not started and should come back at `until`; not an attempt.
+/// The message was stopped before its side effect; not an attempt. With `until` it comes
+/// back then; without, it goes back unchanged, keeping its place in line (a rate limit).
 #[derive(Debug)]
 pub struct Deferred {
-    /// When to try again.
-    pub until: SystemTime,
+    /// When to try again; `None` keeps its due time.
+    pub until: Option<SystemTime>,
     /// Why, in words recorded with the message.
     pub reason: String,
 }
 
-/// The message will not be tried again; the dead-letter layer moves it out of the queue.
+/// The retry layer's decision: the message comes back at `due`.
+#[derive(Debug)]
+pub struct Rescheduled {
+    /// When it is due again.
+    pub due: SystemTime,
+    /// Why the attempt did not complete, recorded with the message.
+    pub reason: String,
+    /// The attempt did not count (a snooze, a deferral).
+    pub give_back_attempt: bool,
+}
+
+/// The message will not be tried again; it is moved to the dead letters.
 #[derive(Debug)]
 pub struct GivenUp {
     /// Why, in words recorded with the dead letter.
@@ -59,6 +71,12 @@ impl fmt::Display for Deferred {
     }
 }
 
+impl fmt::Display for Rescheduled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 impl fmt::Display for GivenUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -72,3 +90,4 @@ impl fmt::Display for GivenUp {
 impl std::error::Error for AttemptFailed {}
 impl std::error::Error for Deferred {}
 impl std::error::Error for GivenUp {}
+impl std::error::Error for Rescheduled {}

@@ -1,11 +1,11 @@
 //! `drain`: deliver everything that is due, then return — for cron-style deployments
 //! ("run the mail worker every minute").
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Outbox;
 use crate::{
-    backend::{Backend, UnregisteredType},
+    store::{Backend, UnregisteredType},
     worker::DeliveryCounts,
     Error,
 };
@@ -30,9 +30,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// workers and returns. A failed attempt's retry is due later (its schedule), so it
     /// waits for the next drain.
     ///
-    /// Messages scheduled for later (delayed, retries not yet due, rate-limited) stay
-    /// queued for the next drain. The drain ends when no message of a registered,
-    /// unpaused type is due and none is held by this drain's workers.
+    /// Messages scheduled for later (delayed, retries not yet due) stay queued for the
+    /// next drain, and so do messages whose rate bucket has no token for longer than
+    /// their type's `max_inline_wait` (they keep their place in line). The drain ends when
+    /// no message of a registered, unpaused type is due and none is held by this drain's
+    /// workers, not counting types whose bucket is empty for that long.
     pub async fn drain(&self) -> Result<DrainReport, Error> {
         let started = Instant::now();
         let before = self.counters.snapshot();
@@ -42,9 +44,18 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let outcome = async {
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
+                let waiting = self.types_waiting_for_tokens().await?;
+                let types: Vec<&'static str> = registered
+                    .iter()
+                    .copied()
+                    .filter(|t| !waiting.contains(t))
+                    .collect();
+                if types.is_empty() {
+                    return Ok::<(), Error>(());
+                }
                 let left = self
                     .backend
-                    .count_unfinished(&registered, running.names.prefix())
+                    .count_unfinished(&types, running.names.prefix(), SystemTime::now())
                     .await?;
                 if left == 0 {
                     return Ok::<(), Error>(());
@@ -59,5 +70,25 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             unregistered,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
+    /// Types whose rate bucket will not grant a token within their inline wait: a drain
+    /// does not wait for them.
+    async fn types_waiting_for_tokens(&self) -> Result<Vec<&'static str>, Error> {
+        let now = crate::clock::unix_secs_f64(self.clock.now());
+        let mut waiting = Vec::new();
+        for r in &self.registrations {
+            let Some(bucket) = r.options.bucket() else {
+                continue;
+            };
+            if let Some(state) = self.backend.bucket(bucket).await? {
+                if state.wait_for_token(now) > r.options.inline_wait() {
+                    waiting.push(r.queue);
+                }
+            }
+        }
+        Ok(waiting)
     }
 }

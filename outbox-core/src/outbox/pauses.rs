@@ -4,7 +4,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::{backend::Backend, layers::pause::PauseSwitch};
+use crate::{layers::pause::PauseSwitch, store::Backend};
 
 /// How often the paused types are read.
 pub(crate) const PAUSE_POLL: Duration = Duration::from_millis(500);

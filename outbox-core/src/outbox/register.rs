@@ -4,9 +4,9 @@ use std::{future::Future, sync::Arc};
 
 use super::{Outbox, Registration};
 use crate::{
-    backend::Backend,
     handler::Handler,
     layers::orphan::{check::TypedOrphanCheck, Relevance},
+    store::Backend,
     worker::TypedHandler,
     BoxError, OutboxMessage, RateLimit,
 };

@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
-use crate::{backend::QueueSettings, RetrySchedule};
+use crate::{worker::QueueSettings, RetrySchedule};
 
 /// How the worker of one message type runs.
 ///
-/// Defaults: concurrency 10, batch 10, poll every 20 ms when idle (PostgreSQL also wakes on NOTIFY), heartbeat every 10 s,
-/// a worker presumed dead after 3 missed heartbeats (its messages then go to others),
+/// Defaults: concurrency 10, batch 10, poll every 20 ms when idle (new messages also wake
+/// idle workers: PostgreSQL NOTIFY, or a SQLite commit in the same process), leases
+/// extended every 10 s and lost after 3 missed heartbeats (their messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
 /// limit.
 #[derive(Debug, Clone)]
@@ -49,26 +50,28 @@ impl QueueOptions {
         self
     }
 
-    /// Rows claimed per fetch (claimed rows wait in memory for a free slot).
+    /// Messages claimed per statement; the next batch is claimed while one runs, and at
+    /// most this many claimed messages wait in memory for a free slot.
     pub fn batch_size(mut self, n: usize) -> Self {
         self.batch_size = n;
         self
     }
 
-    /// How often an idle worker looks for due messages: the bound on pick-up latency,
-    /// and one small query per period per type.
+    /// How often an idle worker looks for due messages without a wake-up: the bound on
+    /// pick-up latency for delayed and retried messages (and for new ones where the
+    /// database gives no signal), and one small query per period per type.
     pub fn poll_interval(mut self, period: Duration) -> Self {
         self.poll_interval = period;
         self
     }
 
-    /// How often the worker records that it is alive.
+    /// How often the worker extends the leases of the messages it holds.
     pub fn heartbeat_interval(mut self, period: Duration) -> Self {
         self.heartbeat_interval = period;
         self
     }
 
-    /// Missed heartbeats after which a worker is presumed dead and its claimed messages
+    /// Missed heartbeats after which a worker's leases expire and its claimed messages
     /// are handed to other workers (lease = interval × this).
     pub fn missed_heartbeats(mut self, n: usize) -> Self {
         self.missed_heartbeats = n;
@@ -118,10 +121,8 @@ impl QueueOptions {
         if self.poll_interval.is_zero() {
             return Err("poll_interval must be positive".into());
         }
-        if self.heartbeat_interval < Duration::from_secs(1) {
-            return Err(
-                "heartbeat_interval must be at least 1 s (rows store whole seconds)".into(),
-            );
+        if self.heartbeat_interval < Duration::from_millis(100) {
+            return Err("heartbeat_interval must be at least 100 ms".into());
         }
         self.schedule.check()?;
         if self.missed_heartbeats < 2 {
@@ -132,9 +133,14 @@ impl QueueOptions {
         Ok(())
     }
 
-    pub(crate) fn settings_for(&self, queue: &'static str) -> QueueSettings {
+    pub(crate) fn concurrency_limit(&self) -> usize {
+        self.concurrency
+    }
+
+    pub(crate) fn settings_for(&self, type_tag: &'static str, keep_done: bool) -> QueueSettings {
         QueueSettings {
-            queue,
+            type_tag,
+            keep_done,
             concurrency: self.concurrency,
             batch_size: self.batch_size,
             poll_interval: self.poll_interval,

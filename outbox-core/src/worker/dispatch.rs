@@ -1,8 +1,8 @@
 //! The innermost service of every worker: decode the stored payload, call the typed
 //! handler under a time limit and a panic guard, and report how the attempt ended.
 //!
-//! It runs inside apalis' lifecycle service (the attempt is counted); what to do about a
-//! failure is decided by the retry layer further out, from the [`AttemptFailed`] it gets.
+//! What to do about a failure is decided by the retry layer further out, from the
+//! [`AttemptFailed`] it gets.
 
 use std::{
     marker::PhantomData,
@@ -20,6 +20,7 @@ use super::Counters;
 use crate::{
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
+    store::Claimed,
     BoxError, MessageId, OutboxMessage,
 };
 
@@ -191,7 +192,7 @@ impl Dispatch {
     }
 }
 
-impl Service<Task<Vec<u8>>> for Dispatch {
+impl Service<Task<Claimed>> for Dispatch {
     type Response = Completion;
     type Error = BoxError;
     type Future = BoxFuture<'static, Result<Completion, BoxError>>;
@@ -200,23 +201,20 @@ impl Service<Task<Vec<u8>>> for Dispatch {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, task: Task<Vec<u8>>) -> Self::Future {
-        let (payload, ctx) = task.take();
+    fn call(&mut self, task: Task<Claimed>) -> Self::Future {
+        let claimed = task.args;
         let queue = self.queue;
         let counters = Arc::clone(&self.counters);
         let handler = Arc::clone(&self.handler);
         Box::pin(async move {
-            // Read inside the future: apalis counts the attempt when it first polls it.
-            let id =
-                MessageId::from_string(ctx.task_id().map(|id| id.to_string()).unwrap_or_default());
-            let attempt = u32::try_from(ctx.attempt()).unwrap_or(u32::MAX).max(1);
+            let id = claimed.id;
+            let attempt = claimed.attempt.max(1);
             let delivery = Delivery {
                 id: id.clone(),
                 attempt,
-                max_attempts: ctx
-                    .max_attempts()
-                    .map_or(1, |m| u32::try_from(m).unwrap_or(u32::MAX)),
+                max_attempts: claimed.max_attempts,
             };
+            let payload = claimed.payload;
             match handler.handle(payload, delivery).await {
                 Ok(()) => {
                     counters.delivered();

@@ -1,9 +1,15 @@
-//! Workers: one apalis worker per registered message type, supervised and restarted.
+//! Workers: one apalis worker per registered message type, over the shared engine,
+//! supervised and restarted.
 
 mod counters;
 mod dispatch;
+mod engine;
 mod names;
+mod runner;
+mod settle;
 mod supervisor;
+
+use std::time::Duration;
 
 pub use counters::DeliveryCounts;
 pub use dispatch::Dispatch;
@@ -12,3 +18,30 @@ pub(crate) use counters::Counters;
 pub(crate) use dispatch::{ErasedHandler, TypedHandler};
 pub(crate) use names::WorkerNames;
 pub(crate) use supervisor::supervise;
+
+/// How one message type's worker runs.
+#[derive(Debug, Clone)]
+pub struct QueueSettings {
+    /// The type tag it delivers.
+    pub type_tag: &'static str,
+    /// Handler calls in flight at once for this type.
+    pub concurrency: usize,
+    /// Messages claimed per statement (and most held claimed before they start).
+    pub batch_size: usize,
+    /// How often an idle worker looks for due messages without a wake-up.
+    pub poll_interval: Duration,
+    /// How often the worker extends its leases; a worker silent for
+    /// `heartbeat_interval × missed_heartbeats` loses its messages to others.
+    pub heartbeat_interval: Duration,
+    /// Missed heartbeats before a worker's leases expire.
+    pub missed_heartbeats: usize,
+    /// Keep delivered messages as done rows (retention) instead of deleting them.
+    pub keep_done: bool,
+}
+
+impl QueueSettings {
+    /// How long a claim or a heartbeat holds a message.
+    pub fn lease(&self) -> Duration {
+        self.heartbeat_interval * self.missed_heartbeats as u32
+    }
+}

@@ -1,5 +1,5 @@
-//! Worker names: unique per process, queue and restart, as apalis requires
-//! (a name seen within one heartbeat interval cannot be registered again).
+//! Worker names: unique per process, type and restart. The name is the lease owner of the
+//! messages a worker holds, so a restarted worker never settles its predecessor's claims.
 
 /// Builds worker names `{host}-{pid}-{instance}-{queue}-{restart}`.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
-//! Keeps one queue's worker alive: a worker whose database calls fail stops (apalis ends
-//! it on the first backend error, notes/apalis-1.0.md §0.10); the supervisor starts a new
-//! one under a fresh name after a growing pause, until shutdown is requested.
+//! Keeps one type's worker alive: a worker that ends with an error (a panic that escaped
+//! every guard) is started again under a fresh name after a growing pause, until shutdown
+//! is requested. Database errors do not end a worker: the engine retries them.
 
 use std::time::{Duration, Instant};
 
@@ -8,11 +8,8 @@ use apalis_core::worker::context::WorkerContext;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use super::{Dispatch, WorkerNames};
-use crate::{
-    backend::{Backend, QueueSettings},
-    layers::OutboxLayers,
-};
+use super::{runner::run_worker, Dispatch, QueueSettings, WorkerNames};
+use crate::{layers::OutboxLayers, store::Backend};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -36,17 +33,18 @@ pub(crate) async fn supervise<B: Backend>(
         if *shutdown.borrow() {
             return;
         }
-        let name = names.worker(settings.queue, restart);
+        let name = names.worker(settings.type_tag, restart);
         let ctx = WorkerContext::new(&name);
         let started = Instant::now();
         // A panic anywhere in the worker (a user's Deserialize, an orphan check) ends this
         // worker like a backend error would, and it is restarted.
-        let worker_run = backend.run_worker(
+        let worker_run = Box::pin(run_worker(
+            backend.clone(),
             ctx.clone(),
             settings.clone(),
             layers.clone(),
             service.clone(),
-        );
+        ));
         let mut run = std::panic::AssertUnwindSafe(worker_run)
             .catch_unwind()
             .map(|r| {

@@ -1,41 +1,34 @@
 //! MySQL 8 and MariaDB ≥ 10.6 (feature `mysql`).
 //!
-//! apalis-mysql 1.0.0-rc.8 does not build against apalis 1.0 and its schema needs MySQL 8
-//! (notes/apalis-1.0.md §0.1), so this backend is ours: apalis-core's `Persistence`
-//! implemented on sqlx 0.9 (one sqlx for every user), with `FOR UPDATE SKIP LOCKED`
-//! claims, heartbeats and orphan recovery, over tables laid out like apalis' MySQL schema
-//! (`outbox_jobs`, `outbox_workers`; times as unix seconds). Every statement is static with
-//! bound parameters (batches travel as one JSON parameter through `JSON_TABLE`), so the
-//! statement cache never churns — the path on which sqlx 0.9's missing TCP_NODELAY costs
-//! 40 ms (field-facts.md).
+//! The outbox's own engine on sqlx 0.9: a claim is one short READ COMMITTED transaction —
+//! a `FOR UPDATE SKIP LOCKED` read of the due rows in claim order, then one `UPDATE` that
+//! moves them to running with a lease (MySQL has no `UPDATE … RETURNING`); settlements are
+//! written in batches in one transaction; new messages are found at the poll tick (MySQL
+//! has no commit notification). Every statement is static with bound parameters (batches
+//! travel as one JSON parameter through `JSON_TABLE`), so the statement cache never churns
+//! — the path on which sqlx 0.9's missing TCP_NODELAY costs 40 ms.
 //!
-//! Failure modes: a worker whose connection breaks stops and is restarted by the outbox;
-//! its claimed messages return once its heartbeat is stale (`attempts + 1`, as apalis does:
-//! the crash may have happened mid-handler). Claimed messages not yet started when a
-//! worker shuts down go back without using an attempt.
+//! Failure modes: deadlocks and lock wait timeouts are run again from the start; other
+//! errors are retried by the worker after a pause; a process that dies loses its leases,
+//! so its messages come back.
 
 mod enqueue;
-mod persistence;
-mod storage;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use apalis_core::{
-    backend::ext::{poll_strategy::PollWith, BackendExt},
-    error::WorkerError,
-    worker::builder::WorkerBuilder,
-    worker::context::WorkerContext,
-};
 use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     mysql::{MySqlConnectOptions, MySqlPoolOptions},
-    MySqlPool,
+    MySql, MySqlPool,
 };
 
-use self::{persistence::MySqlPersistence, storage::MySqlStorage};
-use super::{sql_stores::sql_stores, Backend, QueueSettings, TickStrategy};
-use crate::{layers::OutboxLayers, worker::Dispatch, Error};
+use super::sql_store::sql_store;
+use crate::{
+    clock::{from_unix_millis, unix_millis},
+    store::{Backend, ClaimRequest, Claimed, Wakeups},
+    Error, MessageId,
+};
 
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.
 pub const DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";
@@ -58,12 +51,16 @@ pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
 #[derive(Debug, Clone)]
 pub struct MySqlBackend {
     pool: MySqlPool,
+    wakeups: Arc<Wakeups>,
 }
 
 impl MySqlBackend {
     /// Uses `pool` for the workers; enqueue goes through the caller's own transactions.
     pub fn new(pool: MySqlPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            wakeups: Arc::default(),
+        }
     }
 
     /// The pool the workers use.
@@ -71,22 +68,84 @@ impl MySqlBackend {
         &self.pool
     }
 
-    /// Our storage for one queue, polled on the outbox's tick.
-    fn storage(&self, settings: &QueueSettings) -> PollWith<MySqlStorage, TickStrategy> {
-        MySqlStorage::new(MySqlPersistence {
-            pool: self.pool.clone(),
-            queue: settings.queue.to_owned(),
-            batch_size: settings.batch_size,
-            heartbeat_interval: settings.heartbeat_interval,
-            missed_heartbeats: settings.missed_heartbeats,
-        })
-        .poll_with_strategy(TickStrategy::every(settings.poll_interval))
+    /// One claim: a locking read of the due rows, then one update (see `claim_*.sql`).
+    async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
+        type Row = (String, Vec<u8>, i32, i32, i32, i64);
+        let mut attempt = 0;
+        loop {
+            let result: Result<Vec<Row>, sqlx::Error> = async {
+                let mut tx = self.write_tx().await?;
+                let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim_select.sql"))
+                    .bind(r.type_tag)
+                    .bind(unix_millis(r.now))
+                    .bind(r.type_tag)
+                    .bind(i64::from(r.limit))
+                    .fetch_all(&mut *tx)
+                    .await?;
+                if !rows.is_empty() {
+                    let ids: Vec<&str> = rows.iter().map(|row| row.0.as_str()).collect();
+                    let ids =
+                        serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+                    sqlx::query(include_str!("queries/claim_mark.sql"))
+                        .bind(r.owner)
+                        .bind(unix_millis(r.lease_until))
+                        .bind(ids)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(rows)
+            }
+            .await;
+            match result {
+                Err(e) if Self::is_transient(&e) && attempt < 8 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+                Ok(rows) => {
+                    return Ok(rows
+                        .into_iter()
+                        .map(|(id, payload, attempts, max, priority, due)| Claimed {
+                            id: MessageId::from_string(id),
+                            payload,
+                            attempt: (attempts.max(0) as u32) + 1,
+                            max_attempts: max.max(0) as u32,
+                            priority,
+                            due_at: from_unix_millis(due),
+                        })
+                        .collect())
+                }
+            }
+        }
+    }
+
+    /// A READ COMMITTED transaction (no gap locks, whatever the server's default; the
+    /// setting covers this transaction only, so the application's connections are
+    /// unaffected).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, MySql>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        sqlx::raw_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::Transaction::begin(conn, None).await
+    }
+
+    /// Deadlock (1213) and lock wait timeout (1205): the transaction was rolled back and
+    /// may simply be run again.
+    fn is_transient(e: &sqlx::Error) -> bool {
+        matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("HY000"))
+            && (d.message().contains("Deadlock") || d.message().contains("Lock wait timeout")))
     }
 }
 
-sql_stores!(
+sql_store!(
     MySqlBackend,
+    MySql,
     "src/backend/mysql/queries",
+    bury = ["settle_bury_copy.sql", "settle_delete.sql"],
+    bury_unregistered = ["unregistered_bury_copy.sql", "unregistered_bury_delete.sql"],
+    requeue = ["requeue_copy.sql", "requeue_delete.sql"],
     take = |now, bucket| [now, now, bucket, now]
 );
 
@@ -104,33 +163,7 @@ impl Backend for MySqlBackend {
         })
     }
 
-    fn run_worker(
-        &self,
-        worker: WorkerContext,
-        settings: QueueSettings,
-        layers: OutboxLayers,
-        service: Dispatch,
-    ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let storage = self.storage(&settings);
-        let worker = WorkerBuilder::new(&worker)
-            .backend(storage)
-            .layer(layers)
-            .build(service);
-        Box::pin(worker.run())
-    }
-
-    fn run_bare_worker(
-        &self,
-        worker: WorkerContext,
-        settings: QueueSettings,
-    ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let storage = self.storage(&settings);
-        let worker = WorkerBuilder::new(&worker)
-            .backend(storage)
-            .layer(tower::limit::ConcurrencyLimitLayer::new(
-                settings.concurrency,
-            ))
-            .build(super::bare_service());
-        Box::pin(worker.run())
+    fn wakeups(&self) -> Arc<Wakeups> {
+        Arc::clone(&self.wakeups)
     }
 }

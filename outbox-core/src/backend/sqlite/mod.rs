@@ -1,38 +1,48 @@
 //! SQLite, the embedded default: one file, no server.
 //!
-//! Workers use apalis-sqlite 1.0 for fetching, locking and heartbeats; the enqueue is our
-//! own statement so it can run in the caller's transaction and report duplicates.
+//! The outbox's own engine: a claim is one `UPDATE … RETURNING` over the partial claim
+//! index (SQLite has one writer, so claims never collide); settlements are written in
+//! batches in one `BEGIN IMMEDIATE` transaction; a commit of an enqueue on a connection of
+//! this process wakes the idle workers of its types at once, other processes' enqueues are
+//! found at the poll tick.
 //!
 //! Failure modes: SQLite allows one writer at a time. Every connection made by
-//! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a worker whose query
-//! still fails (the file is locked longer, the disk is full) stops and is restarted by the
-//! outbox with a growing delay, and its claimed messages come back after the lease.
+//! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a claim that still
+//! fails is retried after a pause, a settlement that cannot be written is kept and
+//! retried, and a process that dies loses its leases, so its messages come back.
 
 mod enqueue;
 
-use std::{str::FromStr, time::Duration};
-
-use super::{sql_stores::sql_stores, Backend, QueueSettings, RawBytes, TickStrategy};
-use crate::{layers::OutboxLayers, worker::Dispatch, Error};
-use apalis_core::{
-    backend::ext::{poll_strategy::PollWith, BackendExt},
-    error::WorkerError,
-    worker::builder::WorkerBuilder,
-    worker::context::WorkerContext,
+use std::{
+    str::FromStr,
+    sync::{Arc, OnceLock},
+    time::Duration,
 };
-use apalis_sqlite::{Config, SqliteStorage};
+
 use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    SqlitePool,
+    Sqlite, SqlitePool,
 };
 
-/// Name of the table that records which apalis migrations ran (kept apart from
-/// `_sqlx_migrations`, so the application's own sqlx migrations are not disturbed).
-const APALIS_MIGRATIONS_TABLE: &str = "_outbox_apalis_migrations";
-/// Name of the table that records which of the outbox's own migrations ran.
+use super::sql_store::sql_store;
+use crate::{
+    clock::{from_unix_millis, unix_millis},
+    store::{Backend, ClaimRequest, Claimed, Wakeups},
+    Error, MessageId,
+};
+
+/// Name of the table that records which of the outbox's own migrations ran (kept apart
+/// from `_sqlx_migrations`, so the application's own sqlx migrations are not disturbed).
 const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
+
+/// The idle workers of every SQLite database in this process: a commit of an enqueue wakes
+/// the workers of its types (a spurious wake-up for another file costs one claim query).
+fn wakeups() -> Arc<Wakeups> {
+    static WAKEUPS: OnceLock<Arc<Wakeups>> = OnceLock::new();
+    Arc::clone(WAKEUPS.get_or_init(|| Arc::new(Wakeups::new())))
+}
 
 /// Connection options the outbox expects of a SQLite file: created if missing, WAL
 /// journal, `synchronous = NORMAL` (durable across application crashes; a power loss may
@@ -73,24 +83,49 @@ impl SqliteBackend {
         &self.pool
     }
 
-    /// apalis-sqlite's storage for one queue, polled on the outbox's tick.
-    fn storage(
-        &self,
-        settings: &QueueSettings,
-    ) -> RawBytes<PollWith<SqliteStorage<()>, TickStrategy>> {
-        let config = Config::default()
-            .queue(settings.queue)
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat_interval)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = SqliteStorage::<()>::new(&self.pool).with_config(config);
-        RawBytes(storage.poll_with_strategy(TickStrategy::every(settings.poll_interval)))
+    /// One claim statement (see `claim.sql`).
+    async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
+        type Row = (String, Vec<u8>, i64, i64, i64, i64);
+        let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim.sql"))
+            .bind(r.type_tag)
+            .bind(unix_millis(r.now))
+            .bind(i64::from(r.limit))
+            .bind(r.owner)
+            .bind(unix_millis(r.lease_until))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, payload, attempt, max, priority, due)| Claimed {
+                id: MessageId::from_string(id),
+                payload,
+                attempt: attempt.clamp(0, i64::from(u32::MAX)) as u32,
+                max_attempts: max.clamp(0, i64::from(u32::MAX)) as u32,
+                priority: priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+                due_at: from_unix_millis(due),
+            })
+            .collect())
+    }
+
+    /// A write transaction that takes the write lock at once (a deferred one that reads
+    /// first could fail with SQLITE_BUSY instead of waiting).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    /// SQLite waits for its lock itself (`busy_timeout`): nothing is worth running again.
+    fn is_transient(_: &sqlx::Error) -> bool {
+        false
     }
 }
 
-sql_stores!(
+sql_store!(
     SqliteBackend,
+    Sqlite,
     "src/backend/sqlite/queries",
+    bury = ["settle_bury_copy.sql", "settle_delete.sql"],
+    bury_unregistered = ["unregistered_bury_copy.sql", "unregistered_bury_delete.sql"],
+    requeue = ["requeue_copy.sql", "requeue_delete.sql"],
     take = |now, bucket| [now, bucket]
 );
 
@@ -101,46 +136,14 @@ impl Backend for SqliteBackend {
 
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            let mut apalis: Migrator = SqliteStorage::migrations();
-            apalis.dangerous_set_table_name(APALIS_MIGRATIONS_TABLE);
-            apalis.run(&self.pool).await?;
             let mut ours: Migrator = sqlx::migrate!("./migrations/sqlite");
             ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
             ours.run(&self.pool).await?;
-            sqlx::raw_sql(include_str!("queries/planner_stats.sql"))
-                .execute(&self.pool)
-                .await?;
             Ok(())
         })
     }
 
-    fn run_worker(
-        &self,
-        worker: WorkerContext,
-        settings: QueueSettings,
-        layers: OutboxLayers,
-        service: Dispatch,
-    ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let backend = self.storage(&settings);
-        let worker = WorkerBuilder::new(&worker)
-            .backend(backend)
-            .layer(layers)
-            .build(service);
-        Box::pin(worker.run())
-    }
-
-    fn run_bare_worker(
-        &self,
-        worker: WorkerContext,
-        settings: QueueSettings,
-    ) -> BoxFuture<'static, Result<(), WorkerError>> {
-        let backend = self.storage(&settings);
-        let worker = WorkerBuilder::new(&worker)
-            .backend(backend)
-            .layer(tower::limit::ConcurrencyLimitLayer::new(
-                settings.concurrency,
-            ))
-            .build(super::bare_service());
-        Box::pin(worker.run())
+    fn wakeups(&self) -> Arc<Wakeups> {
+        wakeups()
     }
 }

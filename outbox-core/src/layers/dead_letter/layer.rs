@@ -1,24 +1,24 @@
-//! The layer that moves given-up messages into the dead letters.
+//! The layer that records given-up messages.
 
 use std::sync::Arc;
 
 use tower::Layer;
 
 use super::DeadLetterService;
-use crate::{backend::RetryStore, worker::Counters};
+use crate::worker::Counters;
 
 /// Adds [`DeadLetterService`] around a service.
 #[derive(Clone)]
 pub struct DeadLetterLayer {
-    pub(crate) store: Arc<dyn RetryStore>,
+    pub(crate) type_tag: &'static str,
     pub(crate) counters: Arc<Counters>,
 }
 
 impl DeadLetterLayer {
-    /// Moves given-up messages through `store`.
-    pub fn new(store: Arc<dyn RetryStore>) -> Self {
+    /// Records the given-up messages of `type_tag`.
+    pub fn new(type_tag: &'static str) -> Self {
         Self {
-            store,
+            type_tag,
             counters: Arc::default(),
         }
     }

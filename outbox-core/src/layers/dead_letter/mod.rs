@@ -1,13 +1,15 @@
 //! The dead-letter sink.
 //!
 //! The outermost layer: a message the retry layer gave up (permanent failure, attempts
-//! exhausted, undecodable payload) is moved into `outbox_dead_letters` in one transaction
-//! — type, payload, attempts, last error, enqueued and failed times — and leaves the
-//! queue. [`Admin::dead_letters`](crate::admin::Admin::dead_letters) lists, counts,
-//! requeues and purges them.
+//! exhausted, undecodable payload) is counted and logged here, and the worker's flusher
+//! moves it into `outbox_dead_letters` in one transaction — type, payload, attempts, last
+//! error, enqueued and failed times — out of the queue.
+//! [`Admin::dead_letters`](crate::admin::Admin::dead_letters) lists, counts, requeues and
+//! purges them.
 //!
-//! Failure mode: if the move fails, the row stays in the queue marked killed; status
-//! counts report it as dead and nothing is lost.
+//! Failure mode: if the move cannot be written, the flusher keeps trying; if the process
+//! dies first, the message comes back after its lease and is given up again. Nothing is
+//! lost.
 
 mod layer;
 mod service;

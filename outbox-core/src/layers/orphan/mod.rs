@@ -4,11 +4,11 @@
 //! runs before the rate limit and the handler. When the registration behind a
 //! confirmation mail was deleted, the check says so and the message is completed without
 //! calling the handler (and without spending a rate-limit token): logged with the
-//! reason, counted, and recorded as the row's result (`{"orphaned":{"reason":…}}`). The
-//! model is Laravel's `DeleteWhenMissingModels`.
+//! reason, counted, and settled like a delivery (with history kept, the reason is recorded
+//! with the done row). The model is Laravel's `DeleteWhenMissingModels`.
 //!
 //! Failure mode: a check that errors (its own database query failed) defers the message
-//! by a minute, without using an attempt, and logs the error.
+//! by a minute, giving its attempt back, and logs the error.
 
 pub(crate) mod check;
 mod layer;

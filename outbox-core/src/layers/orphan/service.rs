@@ -5,13 +5,14 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use apalis_core::task::{status::Status, Task};
+use apalis_core::task::Task;
 use futures::{future::BoxFuture, FutureExt};
 use tower::Service;
 
 use super::{OrphanLayer, Relevance};
 use crate::{
     layers::outcome::{Completion, Deferred},
+    store::Claimed,
     BoxError,
 };
 
@@ -25,9 +26,9 @@ pub struct OrphanService<S> {
     pub(super) layer: OrphanLayer,
 }
 
-impl<S> Service<Task<Vec<u8>>> for OrphanService<S>
+impl<S> Service<Task<Claimed>> for OrphanService<S>
 where
-    S: Service<Task<Vec<u8>>, Response = Completion, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Task<Claimed>, Response = Completion, Error = BoxError> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Completion;
@@ -38,14 +39,14 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, task: Task<Vec<u8>>) -> Self::Future {
+    fn call(&mut self, task: Task<Claimed>) -> Self::Future {
         let fresh = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let layer = self.layer.clone();
         Box::pin(async move {
             // A panicking check (or Deserialize) is a failed check, not a dead worker.
             let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                layer.check.check(&task.args)
+                layer.check.check(&task.args.payload)
             }));
             let verdict = match checked {
                 Ok(fut) => std::panic::AssertUnwindSafe(fut)
@@ -57,21 +58,15 @@ where
             match verdict {
                 Ok(Relevance::Relevant) => inner.call(task).await,
                 Ok(Relevance::Orphan(reason)) => {
-                    // Outside apalis' lifecycle: the status must be set here.
-                    task.ctx().raw_status().store(Status::Done);
                     layer.counters.orphaned();
-                    let id = task
-                        .ctx()
-                        .task_id()
-                        .map(|t| t.to_string())
-                        .unwrap_or_default();
+                    let id = &task.args.id;
                     tracing::info!(message.id = %id, %reason, "orphan dropped without calling the handler");
                     Ok(Completion::Orphaned { reason })
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "orphan check failed; the message is deferred");
                     Err(Box::new(Deferred {
-                        until: SystemTime::now() + CHECK_ERROR_DEFER,
+                        until: Some(SystemTime::now() + CHECK_ERROR_DEFER),
                         reason: format!("orphan check failed: {e}"),
                     }) as BoxError)
                 }

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use tower::Layer;
 
 use super::RateLimitService;
-use crate::{backend::RateBucketStore, clock::Clock};
+use crate::{clock::Clock, store::RateBucketStore};
 
 /// Adds [`RateLimitService`] (bucket `bucket`) around a service.
 #[derive(Clone)]

@@ -15,24 +15,23 @@
 //! takes effect at the next token, in every process, without a restart.
 //!
 //! A message that finds no token waits in place when the next token is near (up to
-//! `max_inline_wait`, 1 s by default), otherwise it is deferred: its row is rescheduled for
-//! when the token is due and the worker slot is freed, and the worker stops fetching that
-//! type until then (at most 2 s at a time, so a rate raised at runtime is seen quickly):
-//! a large backlog stays pending in the database rather than being rescheduled row by row
-//! at every token. Waiting is never a failed attempt.
+//! `max_inline_wait`, 1 s by default), otherwise it goes back to the queue unchanged —
+//! its due time and place in line kept, its attempt given back — the worker slot is
+//! freed, and the worker starts nothing more of that type until the token is due (at most
+//! 2 s at a time, so a rate raised at runtime is seen quickly); claimed messages that wait
+//! longer than half their lease are given back too. Waiting is never a failed attempt.
 //!
 //! Failure modes: a bucket that does not exist defers its messages by a minute and logs
 //! how to create it; a database error while taking a token defers by a few seconds. The
 //! bound assumes the processes' clocks agree (NTP); skew widens it by rate × skew.
 
 mod layer;
-mod rate;
 mod service;
 
 /// The `tracing` target of the event emitted at every token grant (fields `bucket` and
 /// `granted_at`, the bucket clock in unix seconds), for audits and for the benchmark.
 pub const GRANT_EVENT_TARGET: &str = "outbox::rate_limit::grant";
 
+pub use crate::store::{BucketState, RateLimit};
 pub use layer::RateLimitLayer;
-pub use rate::{BucketState, RateLimit};
 pub use service::RateLimitService;

@@ -13,7 +13,7 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use super::{RateLimitLayer, GRANT_EVENT_TARGET};
-use crate::{admin::unix_secs_f64, backend::TokenGrant, layers::outcome::Deferred, BoxError};
+use crate::{clock::unix_secs_f64, layers::outcome::Deferred, store::TokenGrant, BoxError};
 
 /// How long a message waits when its bucket does not exist.
 const MISSING_BUCKET_DEFER: Duration = Duration::from_secs(60);
@@ -26,8 +26,8 @@ const MAX_HOLD: Duration = Duration::from_secs(2);
 /// Starts the inner service only with a token from the shared bucket.
 ///
 /// After a deferral the service reports "not ready" until the next token is due (at most
-/// [`MAX_HOLD`]), so the worker stops fetching: the backlog stays pending in the database
-/// instead of being fetched and rescheduled row by row at every token.
+/// [`MAX_HOLD`]), so the worker stops starting messages: the backlog stays queued in the
+/// database, in order, instead of being claimed and put back row by row at every token.
 pub struct RateLimitService<S> {
     pub(super) inner: S,
     pub(super) layer: RateLimitLayer,
@@ -87,7 +87,7 @@ where
                 let now = layer.clock.now();
                 let defer = |wait: Duration, reason: String| -> BoxError {
                     Box::new(Deferred {
-                        until: now + wait,
+                        until: Some(now + wait),
                         reason,
                     })
                 };
@@ -112,10 +112,15 @@ where
                     Ok(TokenGrant::Wait(wait)) => {
                         *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
                             Some(Instant::now() + wait.min(MAX_HOLD));
-                        return Err(defer(
-                            wait,
-                            format!("rate bucket `{}` has no token for {wait:?}", layer.bucket),
-                        ));
+                        // Back unchanged, keeping its place in line; the hold stops this
+                        // worker from starting more until a token is near.
+                        return Err(Box::new(Deferred {
+                            until: None,
+                            reason: format!(
+                                "rate bucket `{}` has no token for {wait:?}",
+                                layer.bucket
+                            ),
+                        }) as BoxError);
                     }
                     Ok(TokenGrant::NoSuchBucket) => {
                         tracing::error!(

@@ -5,22 +5,20 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::{backend::RetryStore, clock::Clock, worker::Counters};
+use crate::{clock::Clock, worker::Counters};
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]
 pub struct RetryLayer {
-    pub(crate) store: Arc<dyn RetryStore>,
     pub(crate) schedule: Arc<RetrySchedule>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) counters: Arc<Counters>,
 }
 
 impl RetryLayer {
-    /// Retries on `schedule`, writing due times through `store`.
-    pub fn new(store: Arc<dyn RetryStore>, schedule: RetrySchedule, clock: Arc<dyn Clock>) -> Self {
+    /// Retries on `schedule`, reading the time from `clock`.
+    pub fn new(schedule: RetrySchedule, clock: Arc<dyn Clock>) -> Self {
         Self {
-            store,
             schedule: Arc::new(schedule),
             clock,
             counters: Arc::default(),

@@ -1,19 +1,21 @@
 //! Durable retry with backoff.
 //!
-//! A failed attempt is never retried by sleeping in memory: [`RetryService`] writes the
-//! next due time into the message's row and lets the worker move on; any worker (in any
-//! process) picks the message up when it is due, also after a crash.
+//! A failed attempt is never retried by sleeping in memory: [`RetryService`] decides the
+//! next due time, the worker's flusher writes it into the message's row and the worker
+//! moves on; any worker (in any process) picks the message up when it is due, also after
+//! a crash.
 //!
 //! What the handler returned decides what happens ([`HandlerErrorKind`](crate::HandlerErrorKind)):
 //! `Retry` follows the type's [`RetrySchedule`]; `RetryAt` uses the given time and counts
-//! as an attempt; `Snooze` comes back after the delay without using an attempt;
+//! as an attempt; `Snooze` comes back after the delay and its attempt is given back;
 //! `Permanent`, and any failure once attempts are exhausted, gives the message up
 //! (the dead-letter layer then moves it out). A message deferred by the rate limit is not
 //! an attempt either. Timeouts and panics are ordinary failed attempts.
 //!
-//! Failure mode: if writing the new due time fails (database unreachable), the row is
-//! left failed with its old due time, so it is retried at once by whichever worker sees
-//! it next; nothing is lost.
+//! Failure mode: if writing the new due time fails (database unreachable), the flusher
+//! keeps it and tries again; if the process dies first, the message comes back when its
+//! lease expires. A message whose previous worker died during its last attempt is given
+//! up without calling the handler again. Nothing is lost.
 
 mod layer;
 mod schedule;

@@ -1,123 +1,106 @@
-//! Decides what a failed attempt leads to and writes the next due time.
+//! Decides what a failed attempt leads to: the next due time, or giving up.
 
-use std::{
-    task::{Context, Poll},
-    time::SystemTime,
-};
+use std::task::{Context, Poll};
 
-use apalis_core::task::{status::Status, Task};
+use apalis_core::task::Task;
 use futures::future::BoxFuture;
 use tower::Service;
 
 use super::RetryLayer;
 use crate::{
     handler::HandlerErrorKind,
-    layers::outcome::{AttemptFailed, Deferred, GivenUp},
+    layers::outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
+    store::Claimed,
     BoxError,
 };
 
-/// Reschedules failed and deferred messages in the database, or gives them up.
+/// Turns failed attempts into [`Rescheduled`] (on the schedule, or at the handler's time)
+/// or [`GivenUp`]; the worker's flusher writes the decision.
 #[derive(Clone)]
 pub struct RetryService<S> {
     pub(super) inner: S,
     pub(super) layer: RetryLayer,
 }
 
-/// What to do with a message after an error.
-enum Next {
-    Again {
-        due: SystemTime,
-        give_back_attempt: bool,
-        counts_as_failure: bool,
-    },
-    GiveUp {
-        reason: String,
-    },
-}
-
-impl<S, Args> Service<Task<Args>> for RetryService<S>
+impl<S> Service<Task<Claimed>> for RetryService<S>
 where
-    S: Service<Task<Args>, Error = BoxError>,
+    S: Service<Task<Claimed>, Response = Completion, Error = BoxError>,
     S::Future: Send + 'static,
-    S::Response: Send + 'static,
 {
-    type Response = S::Response;
+    type Response = Completion;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<S::Response, BoxError>>;
+    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, task: Task<Args>) -> Self::Future {
-        let ctx = task.ctx().clone();
+    fn call(&mut self, task: Task<Claimed>) -> Self::Future {
+        let (id, attempts, max) = (
+            task.args.id.clone(),
+            task.args.attempt,
+            task.args.max_attempts,
+        );
         let layer = self.layer.clone();
+        if attempts > max {
+            // The previous attempt's worker stopped without reporting (a crash, or a stall
+            // past its lease) and it was the last one.
+            layer.counters.failed_attempt();
+            return Box::pin(std::future::ready(Err(Box::new(GivenUp {
+                reason: format!(
+                    "attempts exhausted ({max} of {max}): the worker running the last attempt \
+                     stopped without reporting (crash, or a stall past its lease)"
+                ),
+                attempts: max,
+            }) as BoxError)));
+        }
         let fut = self.inner.call(task);
         Box::pin(async move {
             let error = match fut.await {
                 Ok(done) => return Ok(done),
                 Err(error) => error,
             };
-            let id = ctx.task_id().map(|t| t.to_string()).unwrap_or_default();
-            let attempts = u32::try_from(ctx.attempt()).unwrap_or(u32::MAX);
-            let max = ctx
-                .max_attempts()
-                .map_or(1, |m| u32::try_from(m).unwrap_or(u32::MAX));
-            let now = layer.clock.now();
-            let next = if let Some(deferred) = error.downcast_ref::<Deferred>() {
-                Next::Again {
-                    due: deferred.until,
-                    give_back_attempt: false,
-                    counts_as_failure: false,
-                }
-            } else {
-                let (kind, reason) = match error.downcast_ref::<AttemptFailed>() {
-                    Some(failed) => (failed.kind, failed.reason.clone()),
-                    None => (HandlerErrorKind::Retry, error.to_string()),
-                };
-                match kind {
-                    HandlerErrorKind::Snooze(d) => Next::Again {
-                        due: now + d,
-                        give_back_attempt: true,
-                        counts_as_failure: false,
-                    },
-                    HandlerErrorKind::Permanent => Next::GiveUp { reason },
-                    _ if attempts >= max => Next::GiveUp {
-                        reason: format!("{reason} (attempts exhausted: {attempts} of {max})"),
-                    },
-                    HandlerErrorKind::RetryAt(at) => Next::Again {
-                        due: at.max(now),
-                        give_back_attempt: false,
-                        counts_as_failure: true,
-                    },
-                    _ => Next::Again {
-                        due: now + layer.schedule.delay(attempts, &id),
-                        give_back_attempt: false,
-                        counts_as_failure: true,
-                    },
-                }
-            };
-            match next {
-                Next::GiveUp { reason } => Err(Box::new(GivenUp { reason, attempts }) as BoxError),
-                Next::Again {
-                    due,
-                    give_back_attempt,
-                    counts_as_failure,
-                } => {
-                    // Failed (not Pending) is what the fetch query picks up again when due,
-                    // whatever lock the row still carries; the ack writes it after us.
-                    ctx.raw_status().store(Status::Failed);
-                    if counts_as_failure {
-                        layer.counters.failed_attempt();
-                    } else {
-                        layer.counters.deferred();
-                    }
-                    if let Err(e) = layer.store.reschedule(&id, due, give_back_attempt).await {
-                        tracing::error!(message.id = %id, error = %e, "cannot write the next due time; the message is retried at once");
-                    }
-                    Err(error)
-                }
+            if error.downcast_ref::<Deferred>().is_some() {
+                layer.counters.deferred();
+                return Err(error);
             }
+            let now = layer.clock.now();
+            let (kind, reason) = match error.downcast_ref::<AttemptFailed>() {
+                Some(failed) => (failed.kind, failed.reason.clone()),
+                None => (HandlerErrorKind::Retry, error.to_string()),
+            };
+            let next = match kind {
+                HandlerErrorKind::Snooze(d) => Rescheduled {
+                    due: now + d,
+                    reason,
+                    give_back_attempt: true,
+                },
+                HandlerErrorKind::Permanent => {
+                    return Err(Box::new(GivenUp { reason, attempts }) as BoxError)
+                }
+                _ if attempts >= max => {
+                    return Err(Box::new(GivenUp {
+                        reason: format!("{reason} (attempts exhausted: {attempts} of {max})"),
+                        attempts,
+                    }) as BoxError)
+                }
+                HandlerErrorKind::RetryAt(at) => Rescheduled {
+                    due: at.max(now),
+                    reason,
+                    give_back_attempt: false,
+                },
+                _ => Rescheduled {
+                    due: now + layer.schedule.delay(attempts, id.as_str()),
+                    reason,
+                    give_back_attempt: false,
+                },
+            };
+            if next.give_back_attempt {
+                layer.counters.deferred();
+            } else {
+                layer.counters.failed_attempt();
+            }
+            Err(Box::new(next) as BoxError)
         })
     }
 }

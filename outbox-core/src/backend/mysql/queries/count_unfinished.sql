@@ -1,13 +1,12 @@
--- Messages of the given, unpaused types that are due now, or claimed by workers whose
--- names start with the given prefix. ? JSON array of type tags, ? worker name prefix,
--- ? now (unix s)
-SELECT COUNT(*)
-FROM outbox_jobs AS j
-CROSS JOIN (SELECT ? AS queues, ? AS prefix, ? AS now_s) AS p
-WHERE JSON_CONTAINS(p.queues, JSON_QUOTE(j.job_type))
-  AND j.job_type NOT IN (SELECT type_tag FROM outbox_paused)
-  AND (
-        (((j.status = 'Pending' AND j.lock_by IS NULL) OR (j.status = 'Failed' AND j.attempts < j.max_attempts))
-         AND j.run_at <= p.now_s)
-     OR (j.status IN ('Queued', 'Running') AND LEFT(j.lock_by, CHAR_LENGTH(p.prefix)) = p.prefix)
-  )
+-- 1 if any message of the given, unpaused types is due now or held by a worker whose name
+-- starts with the prefix, else 0. ? JSON array of type tags, ? prefix, ? now (unix ms)
+SELECT COUNT(*) FROM (
+    SELECT 1
+    FROM JSON_TABLE(?, '$[*]' COLUMNS (q VARCHAR(200) PATH '$')) AS t
+    JOIN (SELECT ? AS prefix, ? AS now_ms) AS p
+    JOIN outbox_messages AS m ON m.type_tag = t.q
+    WHERE m.type_tag NOT IN (SELECT type_tag FROM outbox_paused)
+      AND ((m.status = 'queued' AND m.due_at <= p.now_ms)
+        OR (m.status = 'running' AND LEFT(m.lease_owner, CHAR_LENGTH(p.prefix)) = p.prefix))
+    LIMIT 1
+) AS any_left

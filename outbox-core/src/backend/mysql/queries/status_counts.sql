@@ -1,14 +1,14 @@
--- Counts per type and state, one pass over the queue plus the dead letters. ? now (unix s)
-SELECT j.job_type,
-    CAST(SUM((j.status = 'Pending' OR (j.status = 'Failed' AND j.attempts = 0 AND j.attempts < j.max_attempts))
-             AND j.run_at <= p.now_s) AS SIGNED),
-    CAST(SUM((j.status = 'Pending' OR (j.status = 'Failed' AND j.attempts = 0 AND j.attempts < j.max_attempts))
-             AND j.run_at > p.now_s) AS SIGNED),
-    CAST(SUM(j.status IN ('Queued', 'Running')) AS SIGNED),
-    CAST(SUM(j.status = 'Failed' AND j.attempts > 0 AND j.attempts < j.max_attempts) AS SIGNED),
-    CAST(SUM(j.status = 'Done') AS SIGNED),
-    CAST(SUM(j.status = 'Killed' OR (j.status = 'Failed' AND j.attempts >= j.max_attempts)) AS SIGNED)
-FROM outbox_jobs AS j CROSS JOIN (SELECT ? AS now_s) AS p
-GROUP BY j.job_type
+-- Counts per type and state, one pass over the queue plus the dead letters, and the due
+-- time of the oldest due message. ? now (unix ms)
+SELECT m.type_tag,
+    CAST(SUM(m.status = 'queued' AND m.attempts = 0 AND m.due_at <= p.now_ms) AS SIGNED),
+    CAST(SUM(m.status = 'queued' AND m.attempts = 0 AND m.due_at > p.now_ms) AS SIGNED),
+    CAST(SUM(m.status = 'running') AS SIGNED),
+    CAST(SUM(m.status = 'queued' AND m.attempts > 0) AS SIGNED),
+    CAST(SUM(m.status = 'done') AS SIGNED),
+    CAST(0 AS SIGNED),
+    CAST(MIN(CASE WHEN m.status = 'queued' AND m.due_at <= p.now_ms THEN m.due_at END) AS SIGNED)
+FROM outbox_messages AS m CROSS JOIN (SELECT ? AS now_ms) AS p
+GROUP BY m.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*) FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL FROM outbox_dead_letters GROUP BY type_tag

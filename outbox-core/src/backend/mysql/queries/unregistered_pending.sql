@@ -1,7 +1,5 @@
--- Pending messages per type for types not in the given list. ? JSON array of type tags
-SELECT job_type, COUNT(*)
-FROM outbox_jobs
-WHERE status = 'Pending'
-  AND job_type NOT IN (SELECT q FROM JSON_TABLE(?, '$[*]' COLUMNS (q VARCHAR(200) PATH '$')) AS t)
-GROUP BY job_type
-ORDER BY job_type
+-- Queued messages per type for types not in the list. ? JSON array of type tags
+SELECT type_tag, COUNT(*) FROM outbox_messages
+WHERE status = 'queued'
+  AND type_tag NOT IN (SELECT q FROM JSON_TABLE(?, '$[*]' COLUMNS (q VARCHAR(200) PATH '$')) AS t)
+GROUP BY type_tag ORDER BY type_tag

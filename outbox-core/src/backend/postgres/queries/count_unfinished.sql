@@ -1,11 +1,10 @@
--- Messages of the given, unpaused types that are due now, or claimed by workers whose
--- names start with the given prefix. $1: JSON array of type tags, $2: worker name
--- prefix, $3: now (unix s)
-SELECT COUNT(*)
-FROM apalis.jobs
-WHERE job_type IN (SELECT jsonb_array_elements_text($1::jsonb))
-  AND job_type NOT IN (SELECT type_tag FROM outbox_paused)
-  AND (
-        ((status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts)) AND run_at <= to_timestamp($3))
-     OR (status IN ('Queued', 'Running') AND starts_with(lock_by, $2))
-  )
+-- 1 if any message of the given, unpaused types is due at $3 (unix ms) or held by a worker
+-- whose name starts with $2, else 0. $1 JSON array of type tags
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM outbox_messages AS m
+    WHERE m.type_tag IN (SELECT jsonb_array_elements_text($1::jsonb))
+      AND NOT EXISTS (SELECT 1 FROM outbox_paused AS p WHERE p.type_tag = m.type_tag)
+      AND ((m.status = 'queued' AND m.due_at <= $3)
+        OR (m.status = 'running' AND starts_with(m.lease_owner, $2)))
+    LIMIT 1
+) AS any_left

@@ -1,14 +1,14 @@
--- Counts per type and state, one pass over the queue plus the dead letters. $1 now (unix s)
-SELECT job_type,
-    COUNT(*) FILTER (WHERE (status = 'Pending' OR (status = 'Failed' AND attempts = 0 AND attempts < max_attempts))
-                       AND run_at <= to_timestamp($1)),
-    COUNT(*) FILTER (WHERE (status = 'Pending' OR (status = 'Failed' AND attempts = 0 AND attempts < max_attempts))
-                       AND run_at > to_timestamp($1)),
-    COUNT(*) FILTER (WHERE status IN ('Queued', 'Running')),
-    COUNT(*) FILTER (WHERE status = 'Failed' AND attempts > 0 AND attempts < max_attempts),
-    COUNT(*) FILTER (WHERE status = 'Done'),
-    COUNT(*) FILTER (WHERE status = 'Killed' OR (status = 'Failed' AND attempts >= max_attempts))
-FROM apalis.jobs
-GROUP BY job_type
+-- Counts per type and state, one pass over the queue plus the dead letters, and the due
+-- time of the oldest due message. $1 now (unix ms)
+SELECT type_tag,
+    COUNT(*) FILTER (WHERE status = 'queued' AND attempts = 0 AND due_at <= $1),
+    COUNT(*) FILTER (WHERE status = 'queued' AND attempts = 0 AND due_at > $1),
+    COUNT(*) FILTER (WHERE status = 'running'),
+    COUNT(*) FILTER (WHERE status = 'queued' AND attempts > 0),
+    COUNT(*) FILTER (WHERE status = 'done'),
+    0::bigint,
+    MIN(due_at) FILTER (WHERE status = 'queued' AND due_at <= $1)
+FROM outbox_messages
+GROUP BY type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*) FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL FROM outbox_dead_letters GROUP BY type_tag

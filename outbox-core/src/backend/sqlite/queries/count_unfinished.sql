@@ -1,12 +1,10 @@
--- Messages of the given, unpaused types that are due now, or claimed by workers whose
--- names start with the given prefix. ?1: JSON array of type tags, ?2: worker name
--- prefix, ?3: now (unix s)
-SELECT COUNT(*)
-FROM Jobs
-WHERE job_type IN (SELECT value FROM json_each(?1))
-  AND job_type NOT IN (SELECT type_tag FROM outbox_paused)
-  AND (
-        (status = 'Pending' AND lock_by IS NULL AND run_at <= ?3)
-     OR (status = 'Failed' AND attempts < max_attempts AND run_at <= ?3)
-     OR (status IN ('Queued', 'Running') AND substr(lock_by, 1, length(?2)) = ?2)
-  )
+-- 1 if any message of the given, unpaused types is due at ?3 (unix ms) or held by a worker
+-- whose name starts with ?2, else 0. ?1 JSON array of type tags
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM outbox_messages
+    WHERE type_tag IN (SELECT value FROM json_each(?1))
+      AND type_tag NOT IN (SELECT type_tag FROM outbox_paused)
+      AND ((status = 'queued' AND due_at <= ?3)
+        OR (status = 'running' AND substr(lease_owner, 1, length(?2)) = ?2))
+    LIMIT 1
+)

@@ -1,23 +1,12 @@
--- Insert a batch of messages given as a JSON array; a taken idempotency key skips the row
+-- Inserts a batch of messages given as a JSON array; a taken idempotency key skips the row
 -- without an error (the caller's transaction stays usable). Returns the ids written.
--- ?1: [{"id","queue","job" (payload JSON as a string),"run_at","priority","max_attempts","key"}]
-INSERT INTO Jobs (
-    job, id, job_type, status, attempts, max_attempts, run_at,
-    last_result, lock_at, lock_by, done_at, priority, metadata, idempotency_key
-)
+-- ?1: [{"id","queue","job" (payload JSON as a string),"due","at","priority","max_attempts","key"}]
+INSERT INTO outbox_messages
+    (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
 SELECT
-    CAST(value ->> '$.job' AS BLOB),
-    value ->> '$.id',
-    value ->> '$.queue',
-    'Pending',
-    0,
-    value ->> '$.max_attempts',
-    value ->> '$.run_at',
-    NULL, NULL, NULL, NULL,
-    value ->> '$.priority',
-    '{}',
-    value ->> '$.key'
+    value ->> 'id', value ->> 'queue', CAST(value ->> 'job' AS BLOB), 'queued', 0,
+    value ->> 'max_attempts', value ->> 'due', value ->> 'priority', value ->> 'key', value ->> 'at'
 FROM json_each(?1)
 WHERE true
-ON CONFLICT (job_type, idempotency_key) DO NOTHING
+ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id

@@ -1,6 +1,4 @@
 -- Ids of the messages holding the given idempotency keys of one type.
--- ?1: type tag, ?2: JSON array of keys
-SELECT idempotency_key, id
-FROM Jobs
-WHERE job_type = ?1
-  AND idempotency_key IN (SELECT value FROM json_each(?2))
+-- ?1 type tag, ?2 JSON array of keys
+SELECT idempotency_key, id FROM outbox_messages
+WHERE type_tag = ?1 AND idempotency_key IN (SELECT value FROM json_each(?2))

@@ -1,7 +1,4 @@
--- Pending messages per type for types not in the given list. ?1: JSON array of type tags
-SELECT job_type, COUNT(*)
-FROM Jobs
-WHERE status = 'Pending'
-  AND job_type NOT IN (SELECT value FROM json_each(?1))
-GROUP BY job_type
-ORDER BY job_type
+-- Queued messages per type for types not in ?1 (JSON array of type tags).
+SELECT type_tag, COUNT(*) FROM outbox_messages
+WHERE status = 'queued' AND type_tag NOT IN (SELECT value FROM json_each(?1))
+GROUP BY type_tag ORDER BY type_tag

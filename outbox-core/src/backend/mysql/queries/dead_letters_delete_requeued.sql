@@ -1,5 +1,0 @@
--- Removes the dead letters that are back in the queue. ? id, ? type, ? failed before
-DELETE d FROM outbox_dead_letters AS d
-JOIN outbox_jobs AS j ON j.id = d.id
-CROSS JOIN (SELECT ? AS id, ? AS type_tag, ? AS before_ms) AS p
-WHERE (p.id IS NULL OR d.id = p.id) AND (p.type_tag IS NULL OR d.type_tag = p.type_tag) AND (p.before_ms IS NULL OR d.failed_at < p.before_ms)

@@ -1,0 +1,14 @@
+-- Copies given-up messages still leased to the worker for the settled attempt into the
+-- dead letters with their reason ("text"); settle_delete.sql then removes them in the same
+-- transaction. ? worker, ? now (unix ms), ? JSON [{"id","attempt","text"}]
+INSERT INTO outbox_dead_letters
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at)
+SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.idempotency_key,
+       r.reason, m.enqueued_at, p.now_ms
+FROM outbox_messages AS m
+JOIN (SELECT ? AS owner, ? AS now_ms) AS p
+JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', reason TEXT PATH '$.text')) AS r
+    ON m.id = r.id AND m.attempts = r.attempt
+WHERE m.lease_owner = p.owner AND m.status = 'running'
+ON DUPLICATE KEY UPDATE
+    attempts = VALUES(attempts), last_error = VALUES(last_error), failed_at = VALUES(failed_at)

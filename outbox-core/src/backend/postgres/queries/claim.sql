@@ -1,0 +1,15 @@
+-- Claims up to $3 due, queued messages of type $1 (unless paused) in claim order, straight
+-- to running, leased to $4 until $5 (unix ms), counting the attempt; rows another claim
+-- holds are skipped. $2 now (unix ms)
+UPDATE outbox_messages AS m
+SET status = 'running', attempts = m.attempts + 1, lease_owner = $4, lease_expires_at = $5
+FROM (
+    SELECT id FROM outbox_messages
+    WHERE status = 'queued' AND type_tag = $1 AND due_at <= $2
+      AND NOT EXISTS (SELECT 1 FROM outbox_paused WHERE type_tag = $1)
+    ORDER BY priority DESC, due_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+) AS due
+WHERE m.id = due.id
+RETURNING m.id, m.payload, m.attempts, m.max_attempts, m.priority, m.due_at

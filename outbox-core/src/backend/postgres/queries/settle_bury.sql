@@ -1,0 +1,16 @@
+-- Moves given-up messages still leased to $1 for the settled attempt into the dead
+-- letters with their reason ("text"), in one statement. $2 now (unix ms),
+-- $3 JSON [{"id","attempt","text"}]
+WITH gone AS (
+    DELETE FROM outbox_messages AS m
+    USING jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer, text text)
+    WHERE m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'
+    RETURNING m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority,
+              m.idempotency_key, r.text AS reason, m.enqueued_at
+)
+INSERT INTO outbox_dead_letters
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at)
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, reason, enqueued_at, $2
+FROM gone
+ON CONFLICT (id) DO UPDATE SET
+    attempts = EXCLUDED.attempts, last_error = EXCLUDED.last_error, failed_at = EXCLUDED.failed_at

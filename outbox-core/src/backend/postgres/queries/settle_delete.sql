@@ -1,0 +1,5 @@
+-- Deletes delivered messages still leased to $1 for the settled attempt (fencing).
+-- $2 now (unix ms), $3 JSON [{"id","attempt"}]
+DELETE FROM outbox_messages AS m
+USING jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer)
+WHERE m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'

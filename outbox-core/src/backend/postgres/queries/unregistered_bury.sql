@@ -1,0 +1,12 @@
+-- Moves queued messages of types not in $1 (JSON array) into the dead letters with reason
+-- $2 at $3 (unix ms), in one statement.
+WITH gone AS (
+    DELETE FROM outbox_messages
+    WHERE status = 'queued' AND type_tag NOT IN (SELECT jsonb_array_elements_text($1::jsonb))
+    RETURNING id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, enqueued_at
+)
+INSERT INTO outbox_dead_letters
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at)
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, $2, enqueued_at, $3
+FROM gone
+ON CONFLICT (id) DO UPDATE SET last_error = EXCLUDED.last_error, failed_at = EXCLUDED.failed_at

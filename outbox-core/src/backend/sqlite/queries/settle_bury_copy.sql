@@ -1,0 +1,12 @@
+-- Copies given-up messages still leased to ?1 for the settled attempt into the dead
+-- letters, with the reason ("text"); settle_delete.sql then removes them, in the same
+-- transaction. ?2 now (unix ms), ?3 JSON [{"id","attempt","text"}]
+INSERT INTO outbox_dead_letters
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at)
+SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.idempotency_key,
+       j.value ->> 'text', m.enqueued_at, ?2
+FROM json_each(?3) AS j
+JOIN outbox_messages AS m ON m.id = j.value ->> 'id' AND m.attempts = j.value ->> 'attempt'
+WHERE m.lease_owner = ?1 AND m.status = 'running'
+ON CONFLICT (id) DO UPDATE SET
+    attempts = excluded.attempts, last_error = excluded.last_error, failed_at = excluded.failed_at

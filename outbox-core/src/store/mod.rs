@@ -1,0 +1,229 @@
+//! The storage port: the one interface between the backend-neutral outbox (workers,
+//! layers, admin) and the engine of each database.
+//!
+//! Every database implements these traits over the same schema (`outbox_messages`,
+//! `outbox_dead_letters`, `outbox_rate_buckets`, `outbox_paused`, `outbox_workers`);
+//! nothing above this module names a database, and no backend imports a layer, the worker
+//! or the admin API. Times cross the port as [`SystemTime`]; each backend converts them
+//! with [`crate::clock`] (unix milliseconds in every table).
+//!
+//! The lifecycle of one message, as verbs of [`QueueStore`]:
+//!
+//! ```text
+//! enqueue ─▶ queued ──claim──▶ running (leased to one worker, attempt counted)
+//!              ▲                 │ settle: Done    → deleted (or kept as done, retention)
+//!              │                 │ settle: Retry   → queued, due later
+//!              ├─────────────────┤ settle: Release → queued, unchanged, attempt given back
+//!              │ rescue_expired  │ settle: Bury    → outbox_dead_letters
+//!              └── lease expired ┘ (a settlement only applies while the lease is its own)
+//! ```
+
+mod bucket;
+mod counts;
+mod dead_letters;
+mod queue;
+mod wake;
+
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+
+pub use bucket::{BucketState, RateLimit};
+pub use counts::TypeCounts;
+pub use dead_letters::{DeadLetter, DeadLetterFilter, Requeued};
+pub use queue::{ClaimRequest, Claimed, Held, Retention, Settle, Settled, Settlement};
+pub use wake::Wakeups;
+
+use crate::Error;
+
+/// A message type paused across processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedType {
+    /// The paused type tag.
+    pub type_tag: String,
+    /// When it was paused.
+    pub paused_at: SystemTime,
+    /// Why, as given when pausing.
+    pub reason: String,
+}
+
+/// A pending-message count for a type that no handler in this process is registered for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnregisteredType {
+    /// The type tag found in the queue.
+    pub type_tag: String,
+    /// How many messages of it are waiting.
+    pub pending: u64,
+}
+
+/// The outcome of trying to take one token from a bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TokenGrant {
+    /// A token was taken (durably).
+    Granted,
+    /// No token now; one will be there after this long.
+    Wait(Duration),
+    /// The bucket does not exist.
+    NoSuchBucket,
+}
+
+/// The queue's lifecycle verbs: claim, settle, leases, rescue, retention, and the
+/// housekeeping reads the workers need.
+pub trait QueueStore: Send + Sync + 'static {
+    /// Moves up to `limit` due, queued messages of one (unpaused) type straight to
+    /// `running`, leased to `owner` until `lease_until`, counting the attempt; returns
+    /// them in claim order (priority, due time, id). One statement (or one short write
+    /// transaction) per batch; concurrent claimers never get the same message.
+    fn claim<'a>(
+        &'a self,
+        request: &'a ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Claimed>, Error>>;
+
+    /// Applies a batch of settlements of `owner`'s claims in one transaction. Each one
+    /// only applies while its message is still leased to `owner` for its attempt; the
+    /// others are counted as fenced and change nothing.
+    fn settle<'a>(
+        &'a self,
+        owner: &'a str,
+        settlements: &'a [Settlement],
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<Settled, Error>>;
+
+    /// Records that worker `owner` (of `type_tag`) is alive and extends the leases of the
+    /// messages it holds to `lease_until`.
+    fn heartbeat<'a>(
+        &'a self,
+        owner: &'a str,
+        type_tag: &'a str,
+        held: &'a [Held],
+        now: SystemTime,
+        lease_until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// Removes worker `owner` from the registry (a clean stop).
+    fn deregister<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// Puts the running messages of `type_tag` whose lease expired before `now` back in
+    /// the queue, due now (their worker crashed or stalled; the attempt stays counted).
+    fn rescue_expired<'a>(
+        &'a self,
+        type_tag: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Deletes up to `limit` done rows (kept for retention) finished before `before`.
+    fn prune_done(&self, before: SystemTime, limit: u32) -> BoxFuture<'_, Result<u64, Error>>;
+
+    /// Messages of `type_tags` (except paused types) that are due at `now`, or held by a
+    /// worker whose name starts with `owner_prefix`: zero means a drain is complete.
+    fn count_unfinished<'a>(
+        &'a self,
+        type_tags: &'a [&'static str],
+        owner_prefix: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Queued messages of types other than `registered`.
+    fn unregistered_pending<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>>;
+
+    /// Moves queued messages of types other than `registered` to the dead letters with
+    /// `reason`; returns how many.
+    fn bury_unregistered<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+        reason: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+}
+
+/// Named token buckets shared by every process on the database.
+pub trait RateBucketStore: Send + Sync + 'static {
+    /// Takes one token at time `now` (unix seconds) if there is one.
+    fn take_token<'a>(
+        &'a self,
+        bucket: &'a str,
+        now: f64,
+    ) -> BoxFuture<'a, Result<TokenGrant, Error>>;
+
+    /// Creates the bucket full, or changes its rate keeping the tokens it has (capped).
+    fn set_bucket<'a>(
+        &'a self,
+        bucket: &'a str,
+        limit: RateLimit,
+        now: f64,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// The bucket's settings and tokens as of its last update.
+    fn bucket<'a>(&'a self, bucket: &'a str) -> BoxFuture<'a, Result<Option<BucketState>, Error>>;
+}
+
+/// Message types paused across processes.
+pub trait PauseStore: Send + Sync + 'static {
+    /// Pauses `type_tag` (idempotent).
+    fn pause<'a>(
+        &'a self,
+        type_tag: &'a str,
+        reason: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Resumes `type_tag`; false if it was not paused.
+    fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Every paused type.
+    fn paused(&self) -> BoxFuture<'_, Result<Vec<PausedType>, Error>>;
+}
+
+/// The dead-letter table.
+pub trait DeadLetterStore: Send + Sync + 'static {
+    /// A page of dead letters, newest first.
+    fn list_dead<'a>(
+        &'a self,
+        filter: &'a DeadLetterFilter,
+        limit: u32,
+        offset: u64,
+    ) -> BoxFuture<'a, Result<Vec<DeadLetter>, Error>>;
+    /// How many dead letters match.
+    fn count_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Moves matching dead letters back to the queue, due at `now`, attempts reset, in
+    /// one transaction; a dead letter another caller moved first is simply not counted.
+    fn requeue_dead<'a>(
+        &'a self,
+        filter: &'a DeadLetterFilter,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<Requeued, Error>>;
+    /// Deletes matching dead letters.
+    fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>>;
+}
+
+/// Counts per type and status.
+pub trait StatsStore: Send + Sync + 'static {
+    /// Message counts per type, at time `now`.
+    fn status_counts(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<TypeCounts>, Error>>;
+}
+
+/// A database the outbox runs on: every store of the port, its schema and its wake-ups.
+pub trait Backend:
+    QueueStore
+    + RateBucketStore
+    + PauseStore
+    + DeadLetterStore
+    + StatsStore
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// Short name for logs ("sqlite", "postgres", "mysql").
+    fn name(&self) -> &'static str;
+
+    /// Creates or upgrades the tables the outbox needs; safe to run at every start and
+    /// from several processes.
+    fn migrate(&self) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Where idle workers of this database wait to hear of new messages. A backend
+    /// without a commit signal returns a registry nobody notifies (workers then find new
+    /// messages at their poll tick).
+    fn wakeups(&self) -> std::sync::Arc<Wakeups>;
+}

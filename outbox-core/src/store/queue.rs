@@ -1,0 +1,134 @@
+//! The records a worker and the queue exchange: what a claim asks for and returns, and how
+//! a claimed message is settled.
+
+use std::time::SystemTime;
+
+use crate::MessageId;
+
+/// A request for the next due messages of one type.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest<'a> {
+    /// The type tag to claim from.
+    pub type_tag: &'a str,
+    /// The worker that will hold the messages (the lease owner).
+    pub owner: &'a str,
+    /// Most messages to claim.
+    pub limit: u32,
+    /// Messages due at or before this time are claimable.
+    pub now: SystemTime,
+    /// The lease: unless extended, the messages may be rescued after this time.
+    pub lease_until: SystemTime,
+}
+
+/// One claimed message: leased to its worker, its attempt already counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    /// The message's stable id.
+    pub id: MessageId,
+    /// The stored payload (JSON bytes), not yet decoded.
+    pub payload: Vec<u8>,
+    /// This attempt's number, starting at 1; it also fences the lease (a settlement only
+    /// applies to the claim that made it).
+    pub attempt: u32,
+    /// Attempts the message gets in all.
+    pub max_attempts: u32,
+    /// Scheduling priority (higher first).
+    pub priority: i32,
+    /// When it became due.
+    pub due_at: SystemTime,
+}
+
+impl Claimed {
+    /// Claim order: higher priority first, then earlier due, then older id.
+    pub fn claim_order(a: &Claimed, b: &Claimed) -> std::cmp::Ordering {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.due_at.cmp(&b.due_at))
+            .then(a.id.cmp(&b.id))
+    }
+}
+
+/// A claimed message a worker still holds, for lease extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The message's id.
+    pub id: MessageId,
+    /// The attempt the worker holds it for.
+    pub attempt: u32,
+}
+
+/// How a claimed message ends its attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settle {
+    /// Delivered (or dropped as an orphan). Deleted, or kept as a done row when the
+    /// outbox retains history; `note` is recorded with a kept row.
+    Done {
+        /// Keep the row as done (retention) instead of deleting it.
+        keep: bool,
+        /// Recorded with a kept row (why an orphan was dropped).
+        note: Option<String>,
+    },
+    /// Back to the queue, due at `due`, with `error` recorded; `give_back_attempt` raises
+    /// its `max_attempts` by one (a snooze does not use up the message).
+    Retry {
+        /// When it is due again.
+        due: SystemTime,
+        /// Why the attempt did not complete.
+        error: String,
+        /// Whether the attempt did not count.
+        give_back_attempt: bool,
+    },
+    /// Back to the queue unchanged, as if never claimed: its attempt is given back and its
+    /// due time and place in line are kept (not started, or stopped before its side effect).
+    Release,
+    /// Moved to the dead letters with `reason`, in the same transaction.
+    Bury {
+        /// Why it was given up.
+        reason: String,
+    },
+}
+
+/// The end of one claimed attempt, written by the worker's flusher.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    /// The message.
+    pub id: MessageId,
+    /// The attempt it settles: only applies while the message is still leased to this
+    /// worker for this attempt (fencing).
+    pub attempt: u32,
+    /// What happens to it.
+    pub settle: Settle,
+}
+
+/// What a batch of settlements did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Settlements applied.
+    pub applied: u64,
+    /// Settlements refused because the message was no longer leased to this worker for
+    /// that attempt (its lease expired and it was rescued, or requeued by an admin).
+    pub fenced: u64,
+}
+
+/// How long delivered messages are kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Retention {
+    /// Deleted when delivered (the default): the queue only holds unfinished work.
+    #[default]
+    DeleteOnSuccess,
+    /// Kept as done rows for this long, then pruned in bounded batches.
+    KeepFor(std::time::Duration),
+}
+
+impl Retention {
+    /// Delivered messages are deleted at once (the default).
+    pub fn delete_on_success() -> Self {
+        Retention::DeleteOnSuccess
+    }
+
+    /// Delivered messages are kept as done rows for `window`, then pruned; their
+    /// idempotency keys stay taken until then.
+    pub fn keep_for(window: std::time::Duration) -> Self {
+        Retention::KeepFor(window)
+    }
+}

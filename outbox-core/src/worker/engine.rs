@@ -1,0 +1,466 @@
+//! The engine of one worker: the apalis-core `Backend` every database shares, built only
+//! on the storage port.
+//!
+//! * **Claims** move a batch of due messages straight to `running` with a lease (one
+//!   statement per batch). The next batch is claimed while the current one runs, but the
+//!   buffer of claimed, unstarted messages never exceeds the batch size, and a message
+//!   that waits in it for half its lease (its type was paused, its rate bucket is empty)
+//!   is released unchanged, so nothing sits claimed and idle past its lease.
+//! * **Settlements** (done, retry, release, bury) are sent to a flusher task that writes
+//!   whatever has accumulated in one transaction while the claims go on; a settlement
+//!   applies only while the message is still leased to this worker for its attempt.
+//! * **Heartbeats** every `heartbeat_interval` extend the leases of everything the worker
+//!   holds and rescue the messages of workers whose leases expired.
+//! * **Wake-ups**: an idle worker claims again when its backend signals a commit of its
+//!   type (PostgreSQL NOTIFY, a SQLite commit in this process) or at its poll tick.
+//!
+//! Failure modes: a claim that fails is logged and tried again after a growing pause (the
+//! worker does not die); settlements that cannot be written are kept and retried, and if
+//! the process dies first the messages come back when their lease expires (at-least-once).
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::{Duration, Instant, SystemTime},
+};
+
+use apalis_core::{
+    backend::{finalize::Ephemeral, Backend as ApalisBackend, BackendConfig},
+    task::{builder::TaskBuilder, task_id::TaskId, Task},
+    worker::context::WorkerContext,
+};
+use futures::future::BoxFuture;
+use tokio::{
+    sync::{mpsc, Notify},
+    task::JoinHandle,
+};
+
+use super::settle::SettleLayer;
+use crate::{
+    store::{Backend, ClaimRequest, Claimed, Held, Settle, Settlement},
+    Error, MessageId,
+};
+
+/// How one type's worker claims, holds and settles its messages.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineSettings {
+    /// The type tag it works on.
+    pub(crate) type_tag: &'static str,
+    /// The lease owner: this worker's unique name.
+    pub(crate) owner: String,
+    /// Messages claimed per statement; also the most held claimed-but-unstarted.
+    pub(crate) batch_size: usize,
+    /// How long an idle worker waits before claiming again without a wake-up.
+    pub(crate) poll_interval: Duration,
+    /// How often leases are extended and expired ones rescued.
+    pub(crate) heartbeat_interval: Duration,
+    /// How long a claim holds a message unless extended.
+    pub(crate) lease: Duration,
+    /// Keep delivered messages as done rows instead of deleting them.
+    pub(crate) keep_done: bool,
+}
+
+/// Longest pause between claims after database errors.
+const MAX_CLAIM_BACKOFF: Duration = Duration::from_secs(5);
+/// Most settlements written in one transaction.
+const MAX_SETTLE_BATCH: usize = 1_000;
+
+/// State shared by the worker's stream, its flusher, its heartbeat and its settle layer.
+pub(crate) struct Shared<B> {
+    pub(crate) store: B,
+    pub(crate) settings: EngineSettings,
+    /// Claimed, not yet started, with when they were claimed.
+    buffer: Mutex<VecDeque<(Claimed, Instant)>>,
+    /// Every message claimed and not yet settled in the database, by id → attempt.
+    held: Mutex<HashMap<MessageId, u32>>,
+    /// Signalled when `held` becomes empty (a clean stop waits for it).
+    all_settled: Notify,
+    settle_tx: mpsc::UnboundedSender<Settlement>,
+}
+
+impl<B: Backend> Shared<B> {
+    /// Queues a settlement for the flusher.
+    pub(crate) fn settle(&self, settlement: Settlement) {
+        // The flusher outlives every sender it serves; a closed channel means the worker is
+        // being torn down, and the lease brings the message back.
+        let _ = self.settle_tx.send(settlement);
+    }
+
+    fn held_snapshot(&self) -> Vec<Held> {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(id, attempt)| Held {
+                id: id.clone(),
+                attempt: *attempt,
+            })
+            .collect()
+    }
+
+    fn held_count(&self) -> usize {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Gives back buffered messages claimed before `older_than` (all when `None`).
+    fn release_buffered(&self, older_than: Option<Instant>) -> usize {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut released = 0;
+        buffer.retain(|(claimed, at)| {
+            let stale = older_than.is_none_or(|limit| *at < limit);
+            if stale {
+                released += 1;
+                self.settle(Settlement {
+                    id: claimed.id.clone(),
+                    attempt: claimed.attempt,
+                    settle: Settle::Release,
+                });
+            }
+            !stale
+        });
+        released
+    }
+}
+
+/// The apalis backend of one worker.
+pub(crate) struct Engine<B: Backend> {
+    shared: Arc<Shared<B>>,
+    wake: Arc<Notify>,
+    claim: Option<BoxFuture<'static, Result<Vec<Claimed>, Error>>>,
+    /// Waiting for a wake-up or the tick before the next claim.
+    idle: Option<BoxFuture<'static, ()>>,
+    backoff: Duration,
+    background: Background,
+    closing: Option<BoxFuture<'static, ()>>,
+}
+
+/// The flusher and heartbeat tasks, aborted if the worker is dropped without closing.
+struct Background(Vec<JoinHandle<()>>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.0.iter().for_each(JoinHandle::abort);
+    }
+}
+
+impl<B: Backend> Engine<B> {
+    /// An engine over `store`; starts its flusher and heartbeat tasks.
+    pub(crate) fn start(store: B, settings: EngineSettings) -> Self {
+        let (settle_tx, settle_rx) = mpsc::unbounded_channel();
+        let wake = store.wakeups().subscribe(settings.type_tag);
+        let shared = Arc::new(Shared {
+            store,
+            settings,
+            buffer: Mutex::new(VecDeque::new()),
+            held: Mutex::new(HashMap::new()),
+            all_settled: Notify::new(),
+            settle_tx,
+        });
+        let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
+        let heartbeat = tokio::spawn(heartbeat(Arc::clone(&shared), Arc::clone(&wake)));
+        Self {
+            shared,
+            wake,
+            claim: None,
+            idle: None,
+            backoff: Duration::ZERO,
+            background: Background(vec![flusher, heartbeat]),
+            closing: None,
+        }
+    }
+
+    fn buffered(&self) -> usize {
+        self.shared
+            .buffer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// Starts a claim for the free room in the buffer, unless one runs or there is none.
+    fn start_claim(&mut self) {
+        let room = self
+            .shared
+            .settings
+            .batch_size
+            .saturating_sub(self.buffered());
+        if self.claim.is_some() || room == 0 {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        self.claim = Some(Box::pin(async move {
+            let now = SystemTime::now();
+            let s = &shared.settings;
+            let request = ClaimRequest {
+                type_tag: s.type_tag,
+                owner: &s.owner,
+                limit: room as u32,
+                now,
+                lease_until: now + s.lease,
+            };
+            let claimed = shared.store.claim(&request).await?;
+            {
+                let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+                for c in &claimed {
+                    held.insert(c.id.clone(), c.attempt);
+                }
+            }
+            Ok(claimed)
+        }));
+    }
+
+    /// Drives the running claim; true when it finished (its messages are buffered).
+    fn poll_claim(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(claim) = self.claim.as_mut() else {
+            return false;
+        };
+        let Poll::Ready(result) = claim.as_mut().poll(cx) else {
+            return false;
+        };
+        self.claim = None;
+        match result {
+            Ok(claimed) => {
+                self.backoff = Duration::ZERO;
+                let full = claimed.len() >= self.shared.settings.batch_size;
+                if !full {
+                    // Nothing more is due now: wait for a wake-up or the tick.
+                    self.arm_idle(self.shared.settings.poll_interval);
+                }
+                let now = Instant::now();
+                let mut buffer = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
+                buffer.extend(claimed.into_iter().map(|c| (c, now)));
+            }
+            Err(e) => {
+                self.backoff = (self.backoff * 2)
+                    .max(self.shared.settings.poll_interval)
+                    .min(MAX_CLAIM_BACKOFF);
+                tracing::warn!(
+                    message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
+                    "cannot claim messages; trying again"
+                );
+                self.arm_idle(self.backoff);
+            }
+        }
+        true
+    }
+
+    fn arm_idle(&mut self, wait: Duration) {
+        let wake = Arc::clone(&self.wake);
+        self.idle = Some(Box::pin(async move {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }));
+    }
+
+    fn pop(&mut self) -> Option<Claimed> {
+        self.shared
+            .buffer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+            .map(|(c, _)| c)
+    }
+}
+
+/// The apalis task of a claimed message.
+fn task_of(claimed: Claimed) -> Task<Claimed> {
+    let id = TaskId::from_string(claimed.id.as_str());
+    let (attempt, max) = (claimed.attempt as usize, claimed.max_attempts as usize);
+    TaskBuilder::new(claimed)
+        .task_id(id)
+        .attempt(attempt.saturating_sub(1))
+        .max_attempts(max)
+        .build()
+}
+
+impl<B: Backend> ApalisBackend for Engine<B> {
+    type Task = Task<Claimed>;
+    type Error = Error;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>, _: &WorkerContext) -> Poll<Result<(), Error>> {
+        // Keep a prefetch claim moving while the service is busy.
+        self.poll_claim(cx);
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+        _: &WorkerContext,
+    ) -> Poll<Option<Result<Task<Claimed>, Error>>> {
+        loop {
+            self.poll_claim(cx);
+            if let Some(claimed) = self.pop() {
+                // Prefetch: once the buffer is empty, claim the next batch while this
+                // one runs (not while idle: nothing more was due at the last claim).
+                if self.idle.is_none() && self.buffered() == 0 {
+                    self.start_claim();
+                    self.poll_claim(cx);
+                }
+                return Poll::Ready(Some(Ok(task_of(claimed))));
+            }
+            if self.claim.is_some() {
+                return Poll::Pending;
+            }
+            if let Some(idle) = self.idle.as_mut() {
+                if idle.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.idle = None;
+            }
+            self.start_claim();
+        }
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>, _: &WorkerContext) -> Poll<Result<(), Error>> {
+        if self.closing.is_none() {
+            let claim = self.claim.take();
+            let shared = Arc::clone(&self.shared);
+            self.closing = Some(Box::pin(async move {
+                // A claim in flight finishes, so the rows it leased are known.
+                if let Some(Ok(claimed)) = match claim {
+                    Some(c) => Some(c.await),
+                    None => None,
+                } {
+                    let now = Instant::now();
+                    let mut buffer = shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
+                    buffer.extend(claimed.into_iter().map(|c| (c, now)));
+                }
+                // Claimed but never started: back to the queue, attempt given back.
+                shared.release_buffered(None);
+                while shared.held_count() > 0 {
+                    let settled = shared.all_settled.notified();
+                    if shared.held_count() == 0 {
+                        break;
+                    }
+                    let _ = tokio::time::timeout(Duration::from_millis(50), settled).await;
+                }
+                if let Err(e) = shared.store.deregister(&shared.settings.owner).await {
+                    tracing::debug!(error = %e, "cannot remove the worker from the registry");
+                }
+            }));
+        }
+        let closing = self.closing.as_mut().expect("set above");
+        match closing.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.background.0.iter().for_each(JoinHandle::abort);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<B: Backend> BackendConfig for Engine<B> {
+    type Args = Claimed;
+    type Id = String;
+    type Kind = Ephemeral;
+    type Config = EngineSettings;
+    type Layer = SettleLayer<B>;
+
+    fn config(&self) -> &EngineSettings {
+        &self.shared.settings
+    }
+
+    fn middleware(&mut self, _: &mut WorkerContext) -> SettleLayer<B> {
+        SettleLayer::new(Arc::clone(&self.shared))
+    }
+}
+
+/// Writes settlements in batches until every sender is gone.
+async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiver<Settlement>) {
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_SETTLE_BATCH {
+            match rx.try_recv() {
+                Ok(s) => batch.push(s),
+                Err(_) => break,
+            }
+        }
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match shared
+                .store
+                .settle(&shared.settings.owner, &batch, SystemTime::now())
+                .await
+            {
+                Ok(settled) => {
+                    if settled.fenced > 0 {
+                        tracing::warn!(
+                            message.type = shared.settings.type_tag, fenced = settled.fenced,
+                            "results not recorded: those messages' leases had expired and were taken over"
+                        );
+                    }
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                        count = batch.len(), "cannot record message results; retrying"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
+                }
+            }
+        }
+        let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+        for s in batch.drain(..) {
+            if held.get(&s.id) == Some(&s.attempt) {
+                held.remove(&s.id);
+            }
+        }
+        if held.is_empty() {
+            shared.all_settled.notify_waiters();
+        }
+    }
+}
+
+/// Extends leases, rescues expired ones and releases stale buffered messages, every
+/// heartbeat interval.
+async fn heartbeat<B: Backend>(shared: Arc<Shared<B>>, wake: Arc<Notify>) {
+    let s = shared.settings.clone();
+    let mut tick = tokio::time::interval(s.heartbeat_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = SystemTime::now();
+        let held = shared.held_snapshot();
+        if let Err(e) = shared
+            .store
+            .heartbeat(&s.owner, s.type_tag, &held, now, now + s.lease)
+            .await
+        {
+            tracing::warn!(worker = %s.owner, error = %e, "cannot extend leases; held messages may be taken over");
+        }
+        match shared.store.rescue_expired(s.type_tag, now).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(message.type = s.type_tag, rescued = n, "re-queued messages whose worker's lease expired");
+                wake.notify_one();
+            }
+            Err(e) => {
+                tracing::warn!(message.type = s.type_tag, error = %e, "cannot rescue expired leases")
+            }
+        }
+        let released = shared.release_buffered(Instant::now().checked_sub(s.lease / 2));
+        if released > 0 {
+            tracing::info!(
+                message.type = s.type_tag, released,
+                "gave back claimed messages that waited half their lease without starting"
+            );
+        }
+    }
+}
+
+impl<B: Backend> std::fmt::Debug for Engine<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("type_tag", &self.shared.settings.type_tag)
+            .field("owner", &self.shared.settings.owner)
+            .finish_non_exhaustive()
+    }
+}
