@@ -238,7 +238,7 @@ impl Db {
                 let mut c = p.acquire().await.unwrap();
                 loop {
                     let ids: Vec<String> = sqlx::query_scalar(
-                        "UPDATE outbox_messages SET status = 'running' WHERE ROWID IN (SELECT ROWID FROM outbox_messages \
+                        "UPDATE outbox_messages SET status = 'running' WHERE id IN (SELECT id FROM outbox_messages \
                          WHERE type_tag = ? AND status = 'queued' LIMIT 10) RETURNING id",
                     )
                     .bind(queue)
@@ -305,6 +305,130 @@ impl Db {
                          JOIN JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(36) PATH '$')) AS t ON j.id = t.i",
                     )
                     .bind(serde_json::to_string(&ids).unwrap())
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                    tx.commit().await.unwrap();
+                }
+            }
+        }
+    }
+
+    /// The lean floor: a bare `(id, payload)` table holding `n` rows like the bench's
+    /// messages, drained on one connection by transactions that each read (and lock) 10
+    /// rows in id order and delete them. Returns rows per second of the drain alone.
+    pub async fn lean_floor(&self, n: u64) -> f64 {
+        let payload = br#"{"n":1,"template":"order_confirmation"}"#.to_vec();
+        let rows = serde_json::to_string(&(0..n).collect::<Vec<u64>>()).unwrap();
+        match self {
+            Db::Sqlite(p, _) => {
+                self.execute(
+                    "CREATE TABLE bench_lean (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)",
+                )
+                .await;
+                sqlx::query(
+                    "INSERT INTO bench_lean (id, payload) SELECT value, ?2 FROM json_each(?1)",
+                )
+                .bind(&rows)
+                .bind(&payload)
+                .execute(p)
+                .await
+                .unwrap();
+                let mut c = p.acquire().await.unwrap();
+                let started = std::time::Instant::now();
+                loop {
+                    let mut tx = sqlx::Connection::begin_with(&mut *c, "BEGIN IMMEDIATE")
+                        .await
+                        .unwrap();
+                    let got: Vec<(i64, Vec<u8>)> =
+                        sqlx::query_as("SELECT id, payload FROM bench_lean ORDER BY id LIMIT 10")
+                            .fetch_all(&mut *tx)
+                            .await
+                            .unwrap();
+                    if got.is_empty() {
+                        tx.commit().await.unwrap();
+                        return n as f64 / started.elapsed().as_secs_f64();
+                    }
+                    let ids = serde_json::to_string(&got.iter().map(|r| r.0).collect::<Vec<_>>())
+                        .unwrap();
+                    sqlx::query(
+                        "DELETE FROM bench_lean WHERE id IN (SELECT value FROM json_each(?))",
+                    )
+                    .bind(ids)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                    tx.commit().await.unwrap();
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres(p, _) => {
+                self.execute(
+                    "CREATE TABLE bench_lean (id BIGINT PRIMARY KEY, payload BYTEA NOT NULL)",
+                )
+                .await;
+                sqlx::query("INSERT INTO bench_lean (id, payload) SELECT v::bigint, $2 FROM jsonb_array_elements_text($1::jsonb) AS v")
+                    .bind(&rows)
+                    .bind(&payload)
+                    .execute(p)
+                    .await
+                    .unwrap();
+                let mut c = p.acquire().await.unwrap();
+                let started = std::time::Instant::now();
+                loop {
+                    let mut tx = sqlx::Connection::begin(&mut *c).await.unwrap();
+                    let got: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+                        "SELECT id, payload FROM bench_lean ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED",
+                    )
+                    .fetch_all(&mut *tx)
+                    .await
+                    .unwrap();
+                    if got.is_empty() {
+                        tx.commit().await.unwrap();
+                        return n as f64 / started.elapsed().as_secs_f64();
+                    }
+                    let ids: Vec<i64> = got.iter().map(|r| r.0).collect();
+                    sqlx::query("DELETE FROM bench_lean WHERE id = ANY($1)")
+                        .bind(&ids)
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    tx.commit().await.unwrap();
+                }
+            }
+            #[cfg(feature = "mysql")]
+            Db::Mysql(p, _) => {
+                self.execute(
+                    "CREATE TABLE bench_lean (id BIGINT PRIMARY KEY, payload LONGBLOB NOT NULL)",
+                )
+                .await;
+                sqlx::query("INSERT INTO bench_lean (id, payload) SELECT t.v, ? FROM JSON_TABLE(?, '$[*]' COLUMNS (v BIGINT PATH '$')) AS t")
+                    .bind(&payload)
+                    .bind(&rows)
+                    .execute(p)
+                    .await
+                    .unwrap();
+                let mut c = p.acquire().await.unwrap();
+                let started = std::time::Instant::now();
+                loop {
+                    let mut tx = sqlx::Connection::begin(&mut *c).await.unwrap();
+                    let got: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+                        "SELECT id, payload FROM bench_lean ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED",
+                    )
+                    .fetch_all(&mut *tx)
+                    .await
+                    .unwrap();
+                    if got.is_empty() {
+                        tx.commit().await.unwrap();
+                        return n as f64 / started.elapsed().as_secs_f64();
+                    }
+                    let ids = serde_json::to_string(&got.iter().map(|r| r.0).collect::<Vec<_>>())
+                        .unwrap();
+                    sqlx::query(
+                        "DELETE l FROM bench_lean AS l \
+                         JOIN JSON_TABLE(?, '$[*]' COLUMNS (i BIGINT PATH '$')) AS t ON l.id = t.i",
+                    )
+                    .bind(ids)
                     .execute(&mut *tx)
                     .await
                     .unwrap();

@@ -107,6 +107,12 @@ pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) ->
             let rate = drain_full(pool, n).await;
             vec![Figure::new("drain", n, rate, "msgs/s")]
         }
+        DrainPart::LeanFloor => vec![Figure::new(
+            "drain.lean_floor",
+            n,
+            db.lean_floor(n).await,
+            "msgs/s",
+        )],
         DrainPart::Floor => {
             pool.fan_out(&noops(n)).await;
             let started = Instant::now();
@@ -127,6 +133,25 @@ pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) ->
 pub enum DrainPart {
     Full,
     Floor,
+    LeanFloor,
+}
+
+/// A latency-bound drain: every handler sleeps 20 ms (an SMTP or HTTP call), concurrency
+/// 100, so the ideal is 100 / 20 ms = 5,000 messages per second.
+pub async fn drain_slow<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    pool.fan_out(&noops(n)).await;
+    let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(
+        |_: Noop, _: MessageContext| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Ok::<(), HandlerError>(())
+        },
+        QueueOptions::new().concurrency(100).batch_size(100),
+    );
+    let started = Instant::now();
+    let report = outbox.drain().await.unwrap();
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(report.counts.delivered, n, "the drain delivered everything");
+    vec![Figure::new("drain.sleep20ms", n, rate, "msgs/s").baseline("100 / 20 ms", 5_000.0)]
 }
 
 /// Commit → handler start, idle worker, `n` messages committed one by one at `per_sec`.

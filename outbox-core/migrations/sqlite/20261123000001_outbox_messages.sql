@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS outbox_messages (
     enqueued_at INTEGER NOT NULL,
     done_at INTEGER,                       -- kept (retention) rows only
     last_error TEXT
-);
+) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS outbox_messages_claim
     ON outbox_messages (type_tag, priority DESC, due_at, id) WHERE status = 'queued';

@@ -4,9 +4,12 @@ use std::time::Duration;
 
 use crate::{worker::QueueSettings, RetrySchedule};
 
+/// Messages claimed per statement unless set (see [`QueueOptions::batch_size`]).
+const DEFAULT_BATCH: usize = 100;
+
 /// How the worker of one message type runs.
 ///
-/// Defaults: concurrency 10, batch 10, poll every 20 ms when idle (new messages also wake
+/// Defaults: concurrency 10, batch 100, poll every 20 ms when idle (new messages also wake
 /// idle workers: PostgreSQL NOTIFY, or a SQLite commit in the same process), leases
 /// extended every 10 s and lost after 3 missed heartbeats (their messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
@@ -14,7 +17,7 @@ use crate::{worker::QueueSettings, RetrySchedule};
 #[derive(Debug, Clone)]
 pub struct QueueOptions {
     concurrency: usize,
-    batch_size: usize,
+    batch_size: Option<usize>,
     poll_interval: Duration,
     heartbeat_interval: Duration,
     missed_heartbeats: usize,
@@ -27,7 +30,7 @@ impl Default for QueueOptions {
     fn default() -> Self {
         Self {
             concurrency: 10,
-            batch_size: 10,
+            batch_size: None,
             poll_interval: Duration::from_millis(20),
             heartbeat_interval: Duration::from_secs(10),
             missed_heartbeats: 3,
@@ -51,9 +54,12 @@ impl QueueOptions {
     }
 
     /// Messages claimed per statement; the next batch is claimed while one runs, and at
-    /// most this many claimed messages wait in memory for a free slot.
+    /// most this many claimed messages wait in memory for a free slot (default 100, or the
+    /// concurrency for a rate-limited type, whose backlog waits for tokens anyway).
+    /// Larger batches mean fewer, larger transactions; claimed messages that wait half
+    /// their lease without starting are given back.
     pub fn batch_size(mut self, n: usize) -> Self {
-        self.batch_size = n;
+        self.batch_size = Some(n);
         self
     }
 
@@ -115,7 +121,7 @@ impl QueueOptions {
         if self.concurrency == 0 {
             return Err("concurrency must be at least 1".into());
         }
-        if self.batch_size == 0 {
+        if self.batch_size == Some(0) {
             return Err("batch_size must be at least 1".into());
         }
         if self.poll_interval.is_zero() {
@@ -142,7 +148,10 @@ impl QueueOptions {
             type_tag,
             keep_done,
             concurrency: self.concurrency,
-            batch_size: self.batch_size,
+            batch_size: self.batch_size.unwrap_or(match self.bucket {
+                Some(_) => self.concurrency,
+                None => DEFAULT_BATCH,
+            }),
             poll_interval: self.poll_interval,
             heartbeat_interval: self.heartbeat_interval,
             missed_heartbeats: self.missed_heartbeats,

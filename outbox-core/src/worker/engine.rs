@@ -20,7 +20,10 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
     task::{Context, Poll},
     time::{Duration, Instant, SystemTime},
 };
@@ -36,92 +39,21 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::settle::SettleLayer;
-use crate::{
-    store::{Backend, ClaimRequest, Claimed, Held, Settle, Settlement},
-    Error, MessageId,
+use super::{
+    settle::SettleLayer,
+    shared::{EngineSettings, Shared},
 };
-
-/// How one type's worker claims, holds and settles its messages.
-#[derive(Debug, Clone)]
-pub(crate) struct EngineSettings {
-    /// The type tag it works on.
-    pub(crate) type_tag: &'static str,
-    /// The lease owner: this worker's unique name.
-    pub(crate) owner: String,
-    /// Messages claimed per statement; also the most held claimed-but-unstarted.
-    pub(crate) batch_size: usize,
-    /// How long an idle worker waits before claiming again without a wake-up.
-    pub(crate) poll_interval: Duration,
-    /// How often leases are extended and expired ones rescued.
-    pub(crate) heartbeat_interval: Duration,
-    /// How long a claim holds a message unless extended.
-    pub(crate) lease: Duration,
-    /// Keep delivered messages as done rows instead of deleting them.
-    pub(crate) keep_done: bool,
-}
+use crate::{
+    store::{Backend, ClaimRequest, Claimed, Settlement},
+    Error,
+};
 
 /// Longest pause between claims after database errors.
 const MAX_CLAIM_BACKOFF: Duration = Duration::from_secs(5);
 /// Most settlements written in one transaction.
 const MAX_SETTLE_BATCH: usize = 1_000;
-
-/// State shared by the worker's stream, its flusher, its heartbeat and its settle layer.
-pub(crate) struct Shared<B> {
-    pub(crate) store: B,
-    pub(crate) settings: EngineSettings,
-    /// Claimed, not yet started, with when they were claimed.
-    buffer: Mutex<VecDeque<(Claimed, Instant)>>,
-    /// Every message claimed and not yet settled in the database, by id → attempt.
-    held: Mutex<HashMap<MessageId, u32>>,
-    /// Signalled when `held` becomes empty (a clean stop waits for it).
-    all_settled: Notify,
-    settle_tx: mpsc::UnboundedSender<Settlement>,
-}
-
-impl<B: Backend> Shared<B> {
-    /// Queues a settlement for the flusher.
-    pub(crate) fn settle(&self, settlement: Settlement) {
-        // The flusher outlives every sender it serves; a closed channel means the worker is
-        // being torn down, and the lease brings the message back.
-        let _ = self.settle_tx.send(settlement);
-    }
-
-    fn held_snapshot(&self) -> Vec<Held> {
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(id, attempt)| Held {
-                id: id.clone(),
-                attempt: *attempt,
-            })
-            .collect()
-    }
-
-    fn held_count(&self) -> usize {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Gives back buffered messages claimed before `older_than` (all when `None`).
-    fn release_buffered(&self, older_than: Option<Instant>) -> usize {
-        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
-        let mut released = 0;
-        buffer.retain(|(claimed, at)| {
-            let stale = older_than.is_none_or(|limit| *at < limit);
-            if stale {
-                released += 1;
-                self.settle(Settlement {
-                    id: claimed.id.clone(),
-                    attempt: claimed.attempt,
-                    settle: Settle::Release,
-                });
-            }
-            !stale
-        });
-        released
-    }
-}
+/// Longest a settlement waits for others to share its transaction.
+const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
 
 /// The apalis backend of one worker.
 pub(crate) struct Engine<B: Backend> {
@@ -155,6 +87,7 @@ impl<B: Backend> Engine<B> {
             buffer: Mutex::new(VecDeque::new()),
             held: Mutex::new(HashMap::new()),
             all_settled: Notify::new(),
+            running: AtomicUsize::new(0),
             settle_tx,
         });
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
@@ -300,6 +233,7 @@ impl<B: Backend> ApalisBackend for Engine<B> {
                     self.start_claim();
                     self.poll_claim(cx);
                 }
+                self.shared.running.fetch_add(1, Ordering::SeqCst);
                 return Poll::Ready(Some(Ok(task_of(claimed))));
             }
             if self.claim.is_some() {
@@ -375,10 +309,23 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
     let mut batch = Vec::new();
     while let Some(first) = rx.recv().await {
         batch.push(first);
-        while batch.len() < MAX_SETTLE_BATCH {
-            match rx.try_recv() {
-                Ok(s) => batch.push(s),
-                Err(_) => break,
+        // Attempts still running will report soon: let them share this transaction, up to
+        // a full batch or MAX_SETTLE_WAIT. Once none runs, nothing is gained by waiting.
+        let deadline = tokio::time::Instant::now() + MAX_SETTLE_WAIT;
+        let enough = shared.settings.batch_size.clamp(1, MAX_SETTLE_BATCH);
+        loop {
+            while let Ok(s) = rx.try_recv() {
+                batch.push(s);
+                if batch.len() >= MAX_SETTLE_BATCH {
+                    break;
+                }
+            }
+            if batch.len() >= enough || shared.running.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(s)) => batch.push(s),
+                Ok(None) | Err(_) => break,
             }
         }
         let mut pause = Duration::from_millis(50);

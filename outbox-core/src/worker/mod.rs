@@ -7,6 +7,7 @@ mod engine;
 mod names;
 mod runner;
 mod settle;
+mod shared;
 mod supervisor;
 
 use std::time::Duration;

@@ -6,10 +6,7 @@ use apalis_core::{
     worker::{builder::WorkerBuilder, context::WorkerContext},
 };
 
-use super::{
-    engine::{Engine, EngineSettings},
-    Dispatch, QueueSettings,
-};
+use super::{engine::Engine, shared::EngineSettings, Dispatch, QueueSettings};
 use crate::{layers::OutboxLayers, store::Backend};
 
 /// Runs one worker for `settings.type_tag` until it is stopped through `worker` (`Ok`),

@@ -11,7 +11,7 @@ use apalis_core::task::Task;
 use futures::future::BoxFuture;
 use tower::{Layer, Service};
 
-use super::engine::Shared;
+use super::shared::Shared;
 use crate::{
     layers::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
     store::{Backend, Claimed, Settle, Settlement},
@@ -81,7 +81,7 @@ where
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
             let settle = settlement_of(&result, shared.settings.keep_done);
-            shared.settle(Settlement {
+            shared.finish(Settlement {
                 id,
                 attempt,
                 settle,

@@ -26,7 +26,7 @@ const MAX_HOLD: Duration = Duration::from_secs(2);
 /// Starts the inner service only with a token from the shared bucket.
 ///
 /// After a deferral the service reports "not ready" until the next token is due (at most
-/// [`MAX_HOLD`]), so the worker stops starting messages: the backlog stays queued in the
+/// 2 s), so the worker stops starting messages: the backlog stays queued in the
 /// database, in order, instead of being claimed and put back row by row at every token.
 pub struct RateLimitService<S> {
     pub(super) inner: S,

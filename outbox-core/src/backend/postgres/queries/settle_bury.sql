@@ -4,7 +4,7 @@
 WITH gone AS (
     DELETE FROM outbox_messages AS m
     USING jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer, text text)
-    WHERE m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'
+    WHERE m.id = ANY(ARRAY(SELECT jsonb_array_elements($3::jsonb) ->> 'id')) AND m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'
     RETURNING m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority,
               m.idempotency_key, r.text AS reason, m.enqueued_at
 )

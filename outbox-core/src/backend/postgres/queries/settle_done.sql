@@ -3,4 +3,4 @@
 UPDATE outbox_messages AS m
 SET status = 'done', done_at = $2, lease_owner = NULL, lease_expires_at = NULL, last_error = r.text
 FROM jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer, text text)
-WHERE m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'
+WHERE m.id = ANY(ARRAY(SELECT jsonb_array_elements($3::jsonb) ->> 'id')) AND m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'

@@ -4,4 +4,4 @@
 UPDATE outbox_messages AS m
 SET status = 'queued', attempts = m.attempts - 1, lease_owner = NULL, lease_expires_at = NULL
 FROM jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer)
-WHERE m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'
+WHERE m.id = ANY(ARRAY(SELECT jsonb_array_elements($3::jsonb) ->> 'id')) AND m.id = r.id AND m.attempts = r.attempt AND m.lease_owner = $1 AND m.status = 'running'

@@ -2,8 +2,8 @@
 -- to running, leased to ?4 until ?5 (unix ms), counting the attempt. ?2 now (unix ms)
 UPDATE outbox_messages
 SET status = 'running', attempts = attempts + 1, lease_owner = ?4, lease_expires_at = ?5
-WHERE rowid IN (
-    SELECT rowid FROM outbox_messages
+WHERE id IN (
+    SELECT id FROM outbox_messages
     WHERE status = 'queued' AND type_tag = ?1 AND due_at <= ?2
       AND NOT EXISTS (SELECT 1 FROM outbox_paused WHERE type_tag = ?1)
     ORDER BY priority DESC, due_at, id

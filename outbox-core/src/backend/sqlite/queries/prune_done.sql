@@ -1,3 +1,3 @@
 -- Deletes up to ?2 done rows finished before ?1 (unix ms).
 DELETE FROM outbox_messages
-WHERE rowid IN (SELECT rowid FROM outbox_messages WHERE status = 'done' AND done_at < ?1 LIMIT ?2)
+WHERE id IN (SELECT id FROM outbox_messages WHERE status = 'done' AND done_at < ?1 LIMIT ?2)

@@ -3,6 +3,5 @@
 -- settled attempt. ?2 now (unix ms), ?3 JSON [{"id","attempt"}]
 UPDATE outbox_messages
 SET status = 'queued', attempts = attempts - 1, lease_owner = NULL, lease_expires_at = NULL
-WHERE id IN (SELECT j.value ->> 'id' FROM json_each(?3) AS j)
+WHERE (id, attempts) IN (SELECT j.value ->> 'id', j.value ->> 'attempt' FROM json_each(?3) AS j)
   AND lease_owner = ?1 AND status = 'running'
-  AND attempts = (SELECT j.value ->> 'attempt' FROM json_each(?3) AS j WHERE j.value ->> 'id' = outbox_messages.id)

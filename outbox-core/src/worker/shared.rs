@@ -1,0 +1,103 @@
+//! What one worker's parts share: its settings, the claimed messages it holds and the
+//! channel to its flusher. The engine (claims, flusher, heartbeat) and the settle layer
+//! both use it; neither imports the other.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::{
+    store::{Backend, Claimed, Held, Settle, Settlement},
+    MessageId,
+};
+
+/// How one type's worker claims, holds and settles its messages.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineSettings {
+    /// The type tag it works on.
+    pub(crate) type_tag: &'static str,
+    /// The lease owner: this worker's unique name.
+    pub(crate) owner: String,
+    /// Messages claimed per statement; also the most held claimed-but-unstarted.
+    pub(crate) batch_size: usize,
+    /// How long an idle worker waits before claiming again without a wake-up.
+    pub(crate) poll_interval: Duration,
+    /// How often leases are extended and expired ones rescued.
+    pub(crate) heartbeat_interval: Duration,
+    /// How long a claim holds a message unless extended.
+    pub(crate) lease: Duration,
+    /// Keep delivered messages as done rows instead of deleting them.
+    pub(crate) keep_done: bool,
+}
+
+/// State shared by the worker's stream, its flusher, its heartbeat and its settle layer.
+pub(crate) struct Shared<B> {
+    pub(crate) store: B,
+    pub(crate) settings: EngineSettings,
+    /// Claimed, not yet started, with when they were claimed.
+    pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
+    /// Every message claimed and not yet settled in the database, by id → attempt.
+    pub(super) held: Mutex<HashMap<MessageId, u32>>,
+    /// Signalled when `held` becomes empty (a clean stop waits for it).
+    pub(super) all_settled: Notify,
+    /// Attempts handed to the service and not yet reported to the flusher.
+    pub(super) running: AtomicUsize,
+    pub(super) settle_tx: mpsc::UnboundedSender<Settlement>,
+}
+
+impl<B: Backend> Shared<B> {
+    /// Reports an attempt's end to the flusher.
+    pub(crate) fn finish(&self, settlement: Settlement) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.settle(settlement);
+    }
+
+    /// Queues a settlement for the flusher.
+    pub(crate) fn settle(&self, settlement: Settlement) {
+        // The flusher outlives every sender it serves; a closed channel means the worker is
+        // being torn down, and the lease brings the message back.
+        let _ = self.settle_tx.send(settlement);
+    }
+
+    pub(super) fn held_snapshot(&self) -> Vec<Held> {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(id, attempt)| Held {
+                id: id.clone(),
+                attempt: *attempt,
+            })
+            .collect()
+    }
+
+    pub(super) fn held_count(&self) -> usize {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Gives back buffered messages claimed before `older_than` (all when `None`).
+    pub(super) fn release_buffered(&self, older_than: Option<Instant>) -> usize {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut released = 0;
+        buffer.retain(|(claimed, at)| {
+            let stale = older_than.is_none_or(|limit| *at < limit);
+            if stale {
+                released += 1;
+                self.settle(Settlement {
+                    id: claimed.id.clone(),
+                    attempt: claimed.attempt,
+                    settle: Settle::Release,
+                });
+            }
+            !stale
+        });
+        released
+    }
+}
