@@ -57,10 +57,8 @@ pub async fn end_to_end<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
     let mails: Vec<Email> = (0..n).map(email).collect();
     pool.fan_out(&mails).await;
     let mailer = mailer(16);
-    let outbox = Outbox::new(pool.backend()).register_with::<Email, _>(
-        mailer.handler(),
-        QueueOptions::new().concurrency(16).batch_size(16),
-    );
+    let outbox = Outbox::new(pool.backend())
+        .register_with::<Email, _>(mailer.handler(), QueueOptions::new().concurrency(16));
     let started = Instant::now();
     let report = outbox.drain().await.unwrap();
     let rate = n as f64 / started.elapsed().as_secs_f64();

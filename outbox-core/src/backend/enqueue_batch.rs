@@ -29,6 +29,16 @@ struct Row<'a> {
     key: Option<&'a str>,
 }
 
+/// A message's due time in unix ms: a requested delay is rounded up (never early), "now"
+/// is not.
+pub(crate) fn due_millis(m: &NewMessage) -> i64 {
+    if m.due_at > m.enqueued_at {
+        crate::clock::unix_millis_ceil(m.due_at)
+    } else {
+        crate::clock::unix_millis(m.due_at)
+    }
+}
+
 /// The rows as a JSON array for the insert statement.
 pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
     let encoded = rows
@@ -38,12 +48,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
                 id: m.id.as_str(),
                 queue: m.queue,
                 job: std::str::from_utf8(&m.payload).map_err(|e| sqlx::Error::Encode(e.into()))?,
-                // A requested delay is rounded up (never early); "now" is not.
-                due: if m.due_at > m.enqueued_at {
-                    crate::clock::unix_millis_ceil(m.due_at)
-                } else {
-                    crate::clock::unix_millis(m.due_at)
-                },
+                due: due_millis(m),
                 at: crate::clock::unix_millis(m.enqueued_at),
                 priority: m.priority,
                 max_attempts: m.max_attempts,
@@ -108,17 +113,42 @@ macro_rules! returning_enqueue {
                 rows: &'a [$crate::enqueue::NewMessage],
             ) -> futures::future::BoxFuture<'a, Result<Vec<$crate::enqueue::Enqueued>, sqlx::Error>>
             {
-                use $crate::backend::enqueue_batch::{encode_rows, keys_to_resolve, resolve};
+                use $crate::backend::enqueue_batch::{
+                    due_millis, encode_rows, keys_to_resolve, resolve,
+                };
                 Box::pin(async move {
-                    let written: Vec<String> = sqlx::query_scalar(include_str!(concat!(
-                        env!("CARGO_MANIFEST_DIR"),
-                        "/",
-                        $dir,
-                        "/enqueue.sql"
-                    )))
-                    .bind(encode_rows(rows)?)
-                    .fetch_all(&mut *self)
-                    .await?;
+                    let written: Vec<String> = match rows {
+                        // One message (the common case): a plain one-row insert.
+                        [m] => sqlx::query_scalar(include_str!(concat!(
+                            env!("CARGO_MANIFEST_DIR"),
+                            "/",
+                            $dir,
+                            "/enqueue_one.sql"
+                        )))
+                        .bind(m.id.as_str())
+                        .bind(m.queue)
+                        .bind(&m.payload)
+                        .bind(i64::from(m.max_attempts))
+                        .bind(due_millis(m))
+                        .bind(i32::from(m.priority))
+                        .bind(m.idempotency_key.as_deref())
+                        .bind($crate::clock::unix_millis(m.enqueued_at))
+                        .fetch_optional(&mut *self)
+                        .await?
+                        .into_iter()
+                        .collect(),
+                        _ => {
+                            sqlx::query_scalar(include_str!(concat!(
+                                env!("CARGO_MANIFEST_DIR"),
+                                "/",
+                                $dir,
+                                "/enqueue.sql"
+                            )))
+                            .bind(encode_rows(rows)?)
+                            .fetch_all(&mut *self)
+                            .await?
+                        }
+                    };
                     if !written.is_empty() {
                         $after(&mut *self, rows).await?;
                     }

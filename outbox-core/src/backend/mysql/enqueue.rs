@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use sqlx::MySqlConnection;
 
 use crate::{
-    backend::enqueue_batch::{encode_rows, resolve},
+    backend::enqueue_batch::{due_millis, encode_rows, resolve},
     enqueue::{EnqueueConnection, Enqueued, NewMessage},
 };
 
@@ -18,10 +18,28 @@ impl EnqueueConnection for MySqlConnection {
         rows: &'a [NewMessage],
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
         Box::pin(async move {
-            sqlx::query(include_str!("queries/enqueue.sql"))
-                .bind(encode_rows(rows)?)
-                .execute(&mut *self)
-                .await?;
+            match rows {
+                // One message (the common case): a plain one-row insert.
+                [m] => {
+                    sqlx::query(include_str!("queries/enqueue_one.sql"))
+                        .bind(m.id.as_str())
+                        .bind(m.queue)
+                        .bind(&m.payload)
+                        .bind(i64::from(m.max_attempts))
+                        .bind(due_millis(m))
+                        .bind(i32::from(m.priority))
+                        .bind(m.idempotency_key.as_deref())
+                        .bind(crate::clock::unix_millis(m.enqueued_at))
+                        .execute(&mut *self)
+                        .await?
+                }
+                _ => {
+                    sqlx::query(include_str!("queries/enqueue.sql"))
+                        .bind(encode_rows(rows)?)
+                        .execute(&mut *self)
+                        .await?
+                }
+            };
             // Rows without a key cannot conflict: they were written.
             let mut written: HashSet<String> = rows
                 .iter()

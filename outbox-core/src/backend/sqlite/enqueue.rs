@@ -14,13 +14,18 @@ crate::backend::enqueue_batch::returning_enqueue!(
     after = wake_at_commit
 );
 
-/// Arranges for the next commit of `conn` to wake the workers of the types in `rows`
-/// (once; a rolled-back transaction wakes nobody until the connection's next commit).
+/// Arranges for the next commit of `conn` to wake this process's workers of the types in
+/// `rows` (once; a rolled-back transaction wakes nobody until the connection's next
+/// commit). Skipped when no worker of this process waits: it costs a round trip to the
+/// connection's thread.
 fn wake_at_commit<'a>(
     conn: &'a mut SqliteConnection,
     rows: &'a [NewMessage],
 ) -> BoxFuture<'a, Result<(), sqlx::Error>> {
     Box::pin(async move {
+        if !super::wakeups().has_subscribers() {
+            return Ok(());
+        }
         let mut types: Vec<&'static str> = rows.iter().map(|m| m.queue).collect();
         types.sort_unstable();
         types.dedup();
