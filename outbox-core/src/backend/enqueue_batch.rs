@@ -39,6 +39,24 @@ pub(crate) fn due_millis(m: &NewMessage) -> i64 {
     }
 }
 
+/// Binds one message's columns in the order of every backend's `enqueue_one.sql`: id,
+/// type, payload, max attempts, due (unix ms), priority, idempotency key, enqueued at.
+macro_rules! bind_message {
+    ($query:expr, $m:expr) => {
+        $query
+            .bind($m.id.as_str())
+            .bind($m.queue)
+            .bind(&$m.payload)
+            .bind(i64::from($m.max_attempts))
+            .bind($crate::backend::enqueue_batch::due_millis($m))
+            .bind(i32::from($m.priority))
+            .bind($m.idempotency_key.as_deref())
+            .bind($crate::clock::unix_millis($m.enqueued_at))
+    };
+}
+
+pub(crate) use bind_message;
+
 /// The rows as a JSON array for the insert statement.
 pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
     let encoded = rows
@@ -113,26 +131,19 @@ macro_rules! returning_enqueue {
                 rows: &'a [$crate::enqueue::NewMessage],
             ) -> futures::future::BoxFuture<'a, Result<Vec<$crate::enqueue::Enqueued>, sqlx::Error>>
             {
-                use $crate::backend::enqueue_batch::{
-                    due_millis, encode_rows, keys_to_resolve, resolve,
-                };
+                use $crate::backend::enqueue_batch::{encode_rows, keys_to_resolve, resolve};
                 Box::pin(async move {
                     let written: Vec<String> = match rows {
                         // One message (the common case): a plain one-row insert.
-                        [m] => sqlx::query_scalar(include_str!(concat!(
-                            env!("CARGO_MANIFEST_DIR"),
-                            "/",
-                            $dir,
-                            "/enqueue_one.sql"
-                        )))
-                        .bind(m.id.as_str())
-                        .bind(m.queue)
-                        .bind(&m.payload)
-                        .bind(i64::from(m.max_attempts))
-                        .bind(due_millis(m))
-                        .bind(i32::from(m.priority))
-                        .bind(m.idempotency_key.as_deref())
-                        .bind($crate::clock::unix_millis(m.enqueued_at))
+                        [m] => $crate::backend::enqueue_batch::bind_message!(
+                            sqlx::query_scalar(include_str!(concat!(
+                                env!("CARGO_MANIFEST_DIR"),
+                                "/",
+                                $dir,
+                                "/enqueue_one.sql"
+                            ))),
+                            m
+                        )
                         .fetch_optional(&mut *self)
                         .await?
                         .into_iter()

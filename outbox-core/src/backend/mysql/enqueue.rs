@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use sqlx::MySqlConnection;
 
 use crate::{
-    backend::enqueue_batch::{due_millis, encode_rows, resolve},
+    backend::enqueue_batch::{bind_message, encode_rows, resolve},
     enqueue::{EnqueueConnection, Enqueued, NewMessage},
 };
 
@@ -21,15 +21,7 @@ impl EnqueueConnection for MySqlConnection {
             match rows {
                 // One message (the common case): a plain one-row insert.
                 [m] => {
-                    sqlx::query(include_str!("queries/enqueue_one.sql"))
-                        .bind(m.id.as_str())
-                        .bind(m.queue)
-                        .bind(&m.payload)
-                        .bind(i64::from(m.max_attempts))
-                        .bind(due_millis(m))
-                        .bind(i32::from(m.priority))
-                        .bind(m.idempotency_key.as_deref())
-                        .bind(crate::clock::unix_millis(m.enqueued_at))
+                    bind_message!(sqlx::query(include_str!("queries/enqueue_one.sql")), m)
                         .execute(&mut *self)
                         .await?
                 }

@@ -23,11 +23,11 @@ use sqlx::{
     MySql, MySqlPool,
 };
 
-use super::sql_store::sql_store;
+use super::{claimed_from_row, sql_store::sql_store};
 use crate::{
-    clock::{from_unix_millis, unix_millis},
+    clock::unix_millis,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error, MessageId,
+    Error,
 };
 
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.
@@ -104,17 +104,14 @@ impl MySqlBackend {
                 }
                 Err(e) => return Err(e.into()),
                 Ok(rows) => {
+                    // The rows were read before the update counted the attempt.
                     return Ok(rows
                         .into_iter()
-                        .map(|(id, payload, attempts, max, priority, due)| Claimed {
-                            id: MessageId::from_string(id),
-                            payload,
-                            attempt: (attempts.max(0) as u32) + 1,
-                            max_attempts: max.max(0) as u32,
-                            priority,
-                            due_at: from_unix_millis(due),
+                        .map(|(id, payload, attempts, max, priority, due)| {
+                            let attempt = i64::from(attempts) + 1;
+                            claimed_from_row(id, payload, attempt, max.into(), priority.into(), due)
                         })
-                        .collect())
+                        .collect());
                 }
             }
         }

@@ -29,11 +29,11 @@ use sqlx::{
     PgPool, Postgres,
 };
 
-use super::sql_store::sql_store;
+use super::{claimed_from_row, sql_store::sql_store};
 use crate::{
-    clock::{from_unix_millis, unix_millis},
+    clock::unix_millis,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error, MessageId,
+    Error,
 };
 
 /// Where the tests and examples look for PostgreSQL unless told otherwise.
@@ -99,13 +99,15 @@ impl PostgresBackend {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, payload, attempt, max, priority, due)| Claimed {
-                id: MessageId::from_string(id),
-                payload,
-                attempt: attempt.max(0) as u32,
-                max_attempts: max.max(0) as u32,
-                priority,
-                due_at: from_unix_millis(due),
+            .map(|(id, payload, attempt, max, priority, due)| {
+                claimed_from_row(
+                    id,
+                    payload,
+                    attempt.into(),
+                    max.into(),
+                    priority.into(),
+                    due,
+                )
             })
             .collect())
     }

@@ -26,11 +26,11 @@ use sqlx::{
     Sqlite, SqlitePool,
 };
 
-use super::sql_store::sql_store;
+use super::{claimed_from_row, sql_store::sql_store};
 use crate::{
-    clock::{from_unix_millis, unix_millis},
+    clock::unix_millis,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error, MessageId,
+    Error,
 };
 
 /// Name of the table that records which of the outbox's own migrations ran (kept apart
@@ -96,13 +96,8 @@ impl SqliteBackend {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, payload, attempt, max, priority, due)| Claimed {
-                id: MessageId::from_string(id),
-                payload,
-                attempt: attempt.clamp(0, i64::from(u32::MAX)) as u32,
-                max_attempts: max.clamp(0, i64::from(u32::MAX)) as u32,
-                priority: priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
-                due_at: from_unix_millis(due),
+            .map(|(id, payload, attempt, max, priority, due)| {
+                claimed_from_row(id, payload, attempt, max, priority, due)
             })
             .collect())
     }
