@@ -602,17 +602,17 @@ pub async fn prefetch_stays_within_the_lease<H: Harness>() {
             |m: Mail, ctx: MessageContext<CallsAndAttempts>| async move {
                 ctx.state().0.record(m.n);
                 ctx.state().1.lock().unwrap().push(ctx.attempt());
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(Duration::from_millis(400)).await;
                 Ok::<(), HandlerError>(())
             },
-            // Lease 600 ms; the last of 6 messages waits ~2.5 s behind one slot.
+            // Lease 900 ms; the last of 6 messages waits ~2 s behind one slot.
             QueueOptions::new()
                 .concurrency(1)
                 .batch_size(6)
-                .heartbeat_interval(Duration::from_millis(200))
+                .heartbeat_interval(Duration::from_millis(300))
                 .missed_heartbeats(3),
         )
-        .shutdown_timeout(Duration::from_millis(300));
+        .shutdown_timeout(Duration::from_millis(500));
     let expired = Arc::new(Mutex::new(0));
     let watch = {
         let (h, expired) = (&h, Arc::clone(&expired));

@@ -88,6 +88,7 @@ impl<B: Backend> Engine<B> {
             held: Mutex::new(HashMap::new()),
             all_settled: Notify::new(),
             running: AtomicUsize::new(0),
+            unwritten: AtomicUsize::new(0),
             settle_tx,
         });
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
@@ -265,9 +266,11 @@ impl<B: Backend> ApalisBackend for Engine<B> {
                 }
                 // Claimed but never started: back to the queue, attempt given back.
                 shared.release_buffered(None);
-                while shared.held_count() > 0 {
+                let done =
+                    || shared.held_count() == 0 && shared.unwritten.load(Ordering::SeqCst) == 0;
+                while !done() {
                     let settled = shared.all_settled.notified();
-                    if shared.held_count() == 0 {
+                    if done() {
                         break;
                     }
                     let _ = tokio::time::timeout(Duration::from_millis(50), settled).await;
@@ -328,6 +331,17 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
                 Ok(None) | Err(_) => break,
             }
         }
+        // These claims are settled from here on: their leases need no more extending. The
+        // entries go before the write, while the database still shows the rows running, so
+        // a new claim of the same message (after a release) cannot be mistaken for them.
+        {
+            let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
+            for s in &batch {
+                if held.get(&s.id) == Some(&s.attempt) {
+                    held.remove(&s.id);
+                }
+            }
+        }
         let mut pause = Duration::from_millis(50);
         loop {
             match shared
@@ -354,15 +368,9 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
                 }
             }
         }
-        let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
-        for s in batch.drain(..) {
-            if held.get(&s.id) == Some(&s.attempt) {
-                held.remove(&s.id);
-            }
-        }
-        if held.is_empty() {
-            shared.all_settled.notify_waiters();
-        }
+        shared.unwritten.fetch_sub(batch.len(), Ordering::SeqCst);
+        batch.clear();
+        shared.all_settled.notify_waiters();
     }
 }
 

@@ -43,12 +43,15 @@ pub(crate) struct Shared<B> {
     pub(crate) settings: EngineSettings,
     /// Claimed, not yet started, with when they were claimed.
     pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
-    /// Every message claimed and not yet settled in the database, by id → attempt.
+    /// Every message claimed and not yet taken by the flusher, by id → attempt: the leases
+    /// the heartbeat extends.
     pub(super) held: Mutex<HashMap<MessageId, u32>>,
-    /// Signalled when `held` becomes empty (a clean stop waits for it).
+    /// Signalled after each batch the flusher wrote (a clean stop waits for the last).
     pub(super) all_settled: Notify,
     /// Attempts handed to the service and not yet reported to the flusher.
     pub(super) running: AtomicUsize,
+    /// Settlements sent to the flusher and not yet written (a clean stop waits for them).
+    pub(super) unwritten: AtomicUsize,
     pub(super) settle_tx: mpsc::UnboundedSender<Settlement>,
 }
 
@@ -61,6 +64,7 @@ impl<B: Backend> Shared<B> {
 
     /// Queues a settlement for the flusher.
     pub(crate) fn settle(&self, settlement: Settlement) {
+        self.unwritten.fetch_add(1, Ordering::SeqCst);
         // The flusher outlives every sender it serves; a closed channel means the worker is
         // being torn down, and the lease brings the message back.
         let _ = self.settle_tx.send(settlement);
