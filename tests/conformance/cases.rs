@@ -675,3 +675,39 @@ pub async fn concurrent_requeues_of_one_dead_letter<H: Harness>() {
             .unwrap();
     }
 }
+
+/// A handler error with a NUL byte (which PostgreSQL cannot store) is recorded, and the
+/// worker goes on settling other messages.
+pub async fn an_error_text_with_a_nul_byte_is_recorded<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let bad = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let outbox =
+        Outbox::new(h.backend()).register::<Mail, _>(|m: Mail, _: MessageContext| async move {
+            if m.n == 1 {
+                Err(HandlerError::permanent("550 bad\0byte"))
+            } else {
+                Ok(())
+            }
+        });
+    let report = tokio::time::timeout(Duration::from_secs(30), outbox.drain())
+        .await
+        .expect("the drain finished: no settlement blocked the worker")
+        .unwrap();
+    assert_eq!((report.counts.delivered, report.counts.given_up), (1, 1));
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .list(&DeadLetterFilter::id(bad.id().as_str()), 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1, "dead-lettered with its reason");
+    assert!(
+        dead[0].last_error.contains("550 bad\u{FFFD}byte"),
+        "{}",
+        dead[0].last_error
+    );
+    assert_eq!(h.count_messages("conf.mail").await, 0);
+}

@@ -77,6 +77,10 @@ macro_rules! conformance {
                 cases::concurrent_requeues_of_one_dead_letter::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_error_text_with_a_nul_byte_is_recorded() {
+                cases::an_error_text_with_a_nul_byte_is_recorded::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {
                 processes::three_processes_deliver_each_exactly_once::<H>().await
             }

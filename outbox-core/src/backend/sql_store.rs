@@ -173,14 +173,15 @@ macro_rules! sql_store {
                     lease_until: SystemTime,
                 ) -> BoxFuture<'a, Result<(), Error>> {
                     Box::pin(async move {
-                        sqlx::query(query!("worker_heartbeat.sql"))
+                        // The registry is for operators; the leases come first.
+                        let registered = sqlx::query(query!("worker_heartbeat.sql"))
                             .bind(owner)
                             .bind(type_tag)
                             .bind(unix_millis(now))
                             .execute(&self.pool)
-                            .await?;
+                            .await;
                         if held.is_empty() {
-                            return Ok(());
+                            return registered.map(drop).map_err(Error::from);
                         }
                         let rows: Vec<Row<'_>> = held
                             .iter()
@@ -196,7 +197,7 @@ macro_rules! sql_store {
                                 .execute(&mut *tx)
                                 .await?;
                         })?;
-                        Ok(())
+                        registered.map(drop).map_err(Error::from)
                     })
                 }
 

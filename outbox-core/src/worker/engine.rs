@@ -52,6 +52,9 @@ use crate::{
 const MAX_CLAIM_BACKOFF: Duration = Duration::from_secs(5);
 /// Most settlements written in one transaction.
 const MAX_SETTLE_BATCH: usize = 1_000;
+/// Tries of one settlement write (about 10 s with the growing pause) before a batch is
+/// split, or a single settlement given up.
+const SETTLE_TRIES: u32 = 8;
 /// Longest a settlement waits for others to share its transaction.
 const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
 
@@ -342,29 +345,16 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
                 }
             }
         }
-        let mut pause = Duration::from_millis(50);
-        loop {
-            match shared
-                .store
-                .settle(&shared.settings.owner, &batch, SystemTime::now())
-                .await
-            {
-                Ok(settled) => {
-                    if settled.fenced > 0 {
-                        tracing::warn!(
-                            message.type = shared.settings.type_tag, fenced = settled.fenced,
-                            "results not recorded: those messages' leases had expired and were taken over"
-                        );
-                    }
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
-                        count = batch.len(), "cannot record message results; retrying"
+        if !write_settlements(&shared, &batch).await {
+            // The batch keeps failing: one settlement may be what the database refuses.
+            // Written one by one, the others get through; one that still fails is given up
+            // (its message comes back when its lease expires) instead of blocking the rest.
+            for one in batch.chunks(1) {
+                if !write_settlements(&shared, one).await {
+                    tracing::error!(
+                        message.type = shared.settings.type_tag, message.id = %one[0].id,
+                        "gave up recording this message's result; it is delivered again after its lease"
                     );
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
                 }
             }
         }
@@ -372,6 +362,40 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
         batch.clear();
         shared.all_settled.notify_waiters();
     }
+}
+
+/// Writes `batch` in one transaction, trying [`SETTLE_TRIES`] times with a growing pause;
+/// false if every try failed.
+async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement]) -> bool {
+    let mut pause = Duration::from_millis(50);
+    for tries_left in (0..SETTLE_TRIES).rev() {
+        match shared
+            .store
+            .settle(&shared.settings.owner, batch, SystemTime::now())
+            .await
+        {
+            Ok(settled) => {
+                if settled.fenced > 0 {
+                    tracing::warn!(
+                        message.type = shared.settings.type_tag, fenced = settled.fenced,
+                        "results not recorded: those messages' leases had expired and were taken over"
+                    );
+                }
+                return true;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                    count = batch.len(), tries_left, "cannot record message results"
+                );
+                if tries_left > 0 {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
+                }
+            }
+        }
+    }
+    false
 }
 
 /// Extends leases, rescues expired ones and releases stale buffered messages, every
@@ -401,7 +425,11 @@ async fn heartbeat<B: Backend>(shared: Arc<Shared<B>>, wake: Arc<Notify>) {
                 tracing::warn!(message.type = s.type_tag, error = %e, "cannot rescue expired leases")
             }
         }
-        let released = shared.release_buffered(Instant::now().checked_sub(s.lease / 2));
+        // (Right after the host booted there is no instant half a lease ago: nothing is stale.)
+        let released = match Instant::now().checked_sub(s.lease / 2) {
+            Some(limit) => shared.release_buffered(Some(limit)),
+            None => 0,
+        };
         if released > 0 {
             tracing::info!(
                 message.type = s.type_tag, released,

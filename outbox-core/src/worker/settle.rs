@@ -93,6 +93,22 @@ where
 
 /// What an attempt's result means for its row.
 fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
+    let mut settle = decide(result, keep);
+    // PostgreSQL cannot store NUL in text (nor in the JSON that carries it): a handler's
+    // error text with one would make its settlement fail for ever.
+    match &mut settle {
+        Settle::Done {
+            note: Some(text), ..
+        }
+        | Settle::Retry { error: text, .. }
+        | Settle::Bury { reason: text } => *text = text.replace('\0', "\u{FFFD}"),
+        _ => {}
+    }
+    settle
+}
+
+/// The settlement a result calls for.
+fn decide(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
     let error = match result {
         Ok(done) => {
             let note = match done {
