@@ -162,7 +162,7 @@ impl<B: Backend> Engine<B> {
                 let full = claimed.len() >= self.shared.settings.batch_size;
                 if !full {
                     // Nothing more is due now: wait for a wake-up or the tick.
-                    self.arm_idle(self.shared.settings.poll_interval);
+                    self.arm_idle(self.shared.settings.poll_interval, true);
                 }
                 let now = Instant::now();
                 let mut buffer = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -176,18 +176,25 @@ impl<B: Backend> Engine<B> {
                     message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
                     "cannot claim messages; trying again"
                 );
-                self.arm_idle(self.backoff);
+                // A wake-up does not cut the pause short: new messages do not mend the
+                // database.
+                self.arm_idle(self.backoff, false);
             }
         }
         true
     }
 
-    fn arm_idle(&mut self, wait: Duration) {
+    /// Waits `wait` before the next claim, or until a wake-up if `wakeable`.
+    fn arm_idle(&mut self, wait: Duration, wakeable: bool) {
         let wake = Arc::clone(&self.wake);
         self.idle = Some(Box::pin(async move {
-            tokio::select! {
-                _ = wake.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+            if wakeable {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            } else {
+                tokio::time::sleep(wait).await;
             }
         }));
     }
