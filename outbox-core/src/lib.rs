@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod backend;
 pub mod clock;
+mod counters;
 mod enqueue;
 mod error;
 pub mod handler;

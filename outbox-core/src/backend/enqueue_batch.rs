@@ -120,11 +120,12 @@ pub(crate) fn resolve(
 }
 
 /// `EnqueueConnection` for a connection type whose insert returns the ids it wrote
-/// (`RETURNING`), reading `enqueue.sql` and `find_by_keys.sql` from `$dir`; `$after` runs
-/// on the connection once rows were written (to arrange a wake-up at commit).
+/// (`RETURNING`), reading `enqueue.sql`, `enqueue_one.sql` and `find_by_keys.sql` from
+/// `$dir`; `$after`, if given, runs on the connection once rows were written (to arrange a
+/// wake-up at commit).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! returning_enqueue {
-    ($conn:ty, $dir:literal, after = $after:path) => {
+    ($conn:ty, $dir:literal $(, after = $after:path)?) => {
         impl $crate::enqueue::EnqueueConnection for $conn {
             fn insert_messages<'a>(
                 &'a mut self,
@@ -160,9 +161,11 @@ macro_rules! returning_enqueue {
                             .await?
                         }
                     };
-                    if !written.is_empty() {
-                        $after(&mut *self, rows).await?;
-                    }
+                    $(
+                        if !written.is_empty() {
+                            $after(&mut *self, rows).await?;
+                        }
+                    )?
                     let written: std::collections::HashSet<String> = written.into_iter().collect();
                     let mut holders = std::collections::HashMap::new();
                     for (queue, keys) in keys_to_resolve(rows, &written) {

@@ -6,7 +6,7 @@
 //! reads repeated values from a one-row derived table). Batches travel as one JSON
 //! parameter, so every statement is static whatever the batch size.
 //!
-//! `sql_store!(Type, Db, "dir", bury = [...], bury_unregistered = [...])` implements every
+//! `sql_store!(Type, "dir", bury = [...], bury_unregistered = [...], requeue = [...], take = …)` implements every
 //! trait of the port except `claim` (the claim differs per database: `UPDATE … RETURNING`
 //! or a locking read) for a backend struct with a `pool` field and three inherent helpers:
 //! `claim_rows`, `write_tx` (a write transaction as the database wants it) and
@@ -17,7 +17,6 @@
 macro_rules! sql_store {
     (
         $backend:ty,
-        $db:ty,
         $dir:literal,
         bury = [$($bury:literal),+],
         bury_unregistered = [$($bury_unreg:literal),+],
@@ -479,11 +478,6 @@ macro_rules! sql_store {
                         Ok(by_type.into_values().collect())
                     })
                 }
-            }
-
-            #[allow(dead_code)]
-            fn _db_is(pool: &sqlx::Pool<$db>) -> &sqlx::Pool<$db> {
-                pool
             }
         };
     };

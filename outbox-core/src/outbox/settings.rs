@@ -147,7 +147,6 @@ impl QueueOptions {
         QueueSettings {
             type_tag,
             keep_done,
-            concurrency: self.concurrency,
             batch_size: self.batch_size.unwrap_or(match self.bucket {
                 Some(_) => self.concurrency,
                 None => DEFAULT_BATCH,

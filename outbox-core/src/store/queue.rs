@@ -68,14 +68,14 @@ pub enum Settle {
         /// Recorded with a kept row (why an orphan was dropped).
         note: Option<String>,
     },
-    /// Back to the queue, due at `due`, with `error` recorded; `give_back_attempt` raises
-    /// its `max_attempts` by one (a snooze does not use up the message).
+    /// Back to the queue, due at `due`, with `error` recorded; `give_back_attempt` returns
+    /// the attempt (its count goes down by one: a snooze does not use up the message).
     Retry {
         /// When it is due again.
         due: SystemTime,
         /// Why the attempt did not complete.
         error: String,
-        /// Whether the attempt did not count.
+        /// Whether the attempt did not count (the count goes back down by one).
         give_back_attempt: bool,
     },
     /// Back to the queue unchanged, as if never claimed: its attempt is given back and its

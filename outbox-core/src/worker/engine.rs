@@ -52,8 +52,8 @@ use crate::{
 const MAX_CLAIM_BACKOFF: Duration = Duration::from_secs(5);
 /// Most settlements written in one transaction.
 const MAX_SETTLE_BATCH: usize = 1_000;
-/// Tries of one settlement write (about 10 s with the growing pause) before a batch is
-/// split, or a single settlement given up.
+/// Refusals by the database (not connection failures) of one settlement write, about
+/// 10 s with the growing pause, before a batch is split or a single settlement given up.
 const SETTLE_TRIES: u32 = 8;
 /// Longest a settlement waits for others to share its transaction.
 const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
@@ -353,7 +353,7 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
             }
         }
         if !write_settlements(&shared, &batch).await {
-            // The batch keeps failing: one settlement may be what the database refuses.
+            // The database keeps refusing the batch: one settlement may be what it refuses.
             // Written one by one, the others get through; one that still fails is given up
             // (its message comes back when its lease expires) instead of blocking the rest.
             for one in batch.chunks(1) {
@@ -371,11 +371,14 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
     }
 }
 
-/// Writes `batch` in one transaction, trying [`SETTLE_TRIES`] times with a growing pause;
-/// false if every try failed.
+/// Writes `batch` in one transaction. While the database cannot be reached it tries again
+/// for as long as it takes (giving up would deliver finished messages twice); when the
+/// database refuses the statement itself, it tries [`SETTLE_TRIES`] times with a growing
+/// pause and returns false.
 async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement]) -> bool {
     let mut pause = Duration::from_millis(50);
-    for tries_left in (0..SETTLE_TRIES).rev() {
+    let mut refusals = 0;
+    loop {
         match shared
             .store
             .settle(&shared.settings.owner, batch, SystemTime::now())
@@ -391,18 +394,26 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
                 return true;
             }
             Err(e) => {
+                let refused = matches!(&e, Error::Database(sqlx::Error::Database(_)));
+                if refused {
+                    refusals += 1;
+                    if refusals >= SETTLE_TRIES {
+                        tracing::warn!(
+                            message.type = shared.settings.type_tag, error = %e, count = batch.len(),
+                            "the database keeps refusing these message results"
+                        );
+                        return false;
+                    }
+                }
                 tracing::warn!(
                     message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
-                    count = batch.len(), tries_left, "cannot record message results"
+                    count = batch.len(), "cannot record message results; retrying"
                 );
-                if tries_left > 0 {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
-                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
             }
         }
     }
-    false
 }
 
 /// Extends leases, rescues expired ones and releases stale buffered messages, every

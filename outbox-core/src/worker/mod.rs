@@ -1,7 +1,6 @@
 //! Workers: one apalis worker per registered message type, over the shared engine,
 //! supervised and restarted.
 
-mod counters;
 mod dispatch;
 mod engine;
 mod names;
@@ -12,10 +11,10 @@ mod supervisor;
 
 use std::time::Duration;
 
-pub use counters::DeliveryCounts;
+pub use crate::counters::DeliveryCounts;
 pub use dispatch::Dispatch;
 
-pub(crate) use counters::Counters;
+pub(crate) use crate::counters::Counters;
 pub(crate) use dispatch::{ErasedHandler, TypedHandler};
 pub(crate) use names::WorkerNames;
 pub(crate) use supervisor::supervise;
@@ -25,8 +24,6 @@ pub(crate) use supervisor::supervise;
 pub struct QueueSettings {
     /// The type tag it delivers.
     pub type_tag: &'static str,
-    /// Handler calls in flight at once for this type.
-    pub concurrency: usize,
     /// Messages claimed per statement (and most held claimed before they start).
     pub batch_size: usize,
     /// How often an idle worker looks for due messages without a wake-up.

@@ -138,7 +138,6 @@ impl MySqlBackend {
 
 sql_store!(
     MySqlBackend,
-    MySql,
     "src/backend/mysql/queries",
     bury = ["settle_bury_copy.sql", "settle_delete.sql"],
     bury_unregistered = ["unregistered_bury_copy.sql", "unregistered_bury_delete.sql"],

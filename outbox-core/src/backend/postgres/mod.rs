@@ -184,7 +184,6 @@ impl PostgresBackend {
 
 sql_store!(
     PostgresBackend,
-    Postgres,
     "src/backend/postgres/queries",
     bury = ["settle_bury.sql"],
     bury_unregistered = ["unregistered_bury.sql"],

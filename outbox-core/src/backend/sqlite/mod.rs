@@ -116,7 +116,6 @@ impl SqliteBackend {
 
 sql_store!(
     SqliteBackend,
-    Sqlite,
     "src/backend/sqlite/queries",
     bury = ["settle_bury_copy.sql", "settle_delete.sql"],
     bury_unregistered = ["unregistered_bury_copy.sql", "unregistered_bury_delete.sql"],

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::DeadLetterService;
-use crate::worker::Counters;
+use crate::counters::Counters;
 
 /// Adds [`DeadLetterService`] around a service.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{OrphanCheck, OrphanService};
-use crate::worker::Counters;
+use crate::counters::Counters;
 
 /// Adds [`OrphanService`] around a service.
 #[derive(Clone)]

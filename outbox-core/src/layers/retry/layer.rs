@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::{clock::Clock, worker::Counters};
+use crate::{clock::Clock, counters::Counters};
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]

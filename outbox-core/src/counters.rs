@@ -1,4 +1,5 @@
-//! In-process tallies of what the workers did, for drain reports and logs.
+//! In-process tallies of what the workers did, for drain reports and logs: bumped by the
+//! worker and the layers, read by the outbox.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
