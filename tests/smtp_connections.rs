@@ -81,3 +81,52 @@ async fn one_connection_does_not_stall_on_delayed_acks() {
     assert!(took < Duration::from_millis(600), "{took:?}");
     assert_eq!(sink.connections(), 1);
 }
+
+#[tokio::test]
+async fn a_server_that_keeps_a_failed_transaction_does_not_fail_the_next_message() {
+    // The server refuses the first message's data with 500 and keeps its transaction
+    // open; without a reset, the next MAIL FROM on that connection would get `503 nested
+    // MAIL command` and an innocent message would be dead-lettered.
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    sink.script([Script::AfterDataKeepState("500 5.0.0 internal error")]);
+    let m = mailer(&sink, 1, Duration::from_secs(5));
+    let err = m
+        .deliver_now(&welcome("ada@example.com"))
+        .await
+        .unwrap_err();
+    assert!(err.is_permanent(), "the server refused this message: {err}");
+    for i in 0..3 {
+        m.deliver_now(&welcome(&format!("user{i}@example.com")))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sink.received().len(), 3);
+    assert_eq!(sink.connections(), 1, "the reset connection was reused");
+}
+
+#[tokio::test]
+async fn a_bad_sequence_reply_is_retried_and_never_dead_lettered() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let m = mailer(&sink, 1, Duration::from_secs(5));
+    // On a fresh connection: a retried error, and the connection is dropped.
+    sink.script([Script::AtMail("503 5.5.1 bad sequence of commands")]);
+    let err = m
+        .deliver_now(&welcome("ada@example.com"))
+        .await
+        .unwrap_err();
+    assert!(!err.is_permanent(), "{err}");
+    assert!(err.to_string().contains("will be retried"), "{err}");
+    // On a pooled connection: replaced at once, within the same attempt.
+    m.deliver_now(&welcome("bob@example.com")).await.unwrap();
+    sink.script([Script::AtMail("503 5.5.1 bad sequence of commands")]);
+    m.deliver_now(&welcome("cy@example.com")).await.unwrap();
+    let to: Vec<_> = sink.received().into_iter().map(|r| r.rcpt).collect();
+    assert_eq!(
+        to,
+        [
+            vec!["bob@example.com".to_string()],
+            vec!["cy@example.com".to_string()]
+        ]
+    );
+    assert_eq!(sink.connections(), 3);
+}

@@ -7,7 +7,8 @@
 //! |---|---|
 //! | 4xx reply at any stage, connection refused or dropped, TLS failure, timeout | retried |
 //! | any failure while opening the connection (greeting, EHLO, STARTTLS, AUTH), also 5xx | retried: it is about the server or the configuration, not this message |
-//! | 5xx reply to MAIL FROM, DATA or the message data | permanent (dead letter), with the server's reply text |
+//! | a reply about the session, not the message: `421`, `503` (bad sequence), `500`/`502` to MAIL FROM, RCPT TO or DATA | retried, on a new connection (at once when the old one was pooled) |
+//! | any other 5xx reply to MAIL FROM, DATA or the message data | permanent (dead letter), with the server's reply text |
 //! | every recipient refused | permanent if every refusal was 5xx, else retried |
 //! | an invalid email (checked again before sending) | permanent |
 //! | the server cannot take the message (SMTPUTF8 needed, not offered) | permanent |
@@ -56,6 +57,19 @@ pub enum Stage {
     Data,
     /// Sending the message data and reading the final reply.
     Message,
+}
+
+/// True for a reply about the SMTP session rather than the message: `421` (closing),
+/// `503` (bad sequence of commands: the server is still in an earlier transaction) at any
+/// stage, and `500`/`502` (command not recognized) to a command of ours, which the server
+/// only sends when the two sides are out of step. The connection is dropped and the message
+/// retried, never dead-lettered.
+pub(crate) fn is_session_reply(stage: Stage, code: u16) -> bool {
+    match code {
+        421 | 503 => true,
+        500 | 502 => matches!(stage, Stage::MailFrom | Stage::RcptTo | Stage::Data),
+        _ => false,
+    }
 }
 
 impl Stage {
@@ -153,7 +167,9 @@ impl SendError {
     pub fn is_permanent(&self) -> bool {
         match self {
             SendError::Invalid(_) | SendError::Unsupported(_) => true,
-            SendError::Refused { stage, code, .. } => *code >= 500 && stage.in_transaction(),
+            SendError::Refused { stage, code, .. } => {
+                *code >= 500 && stage.in_transaction() && !is_session_reply(*stage, *code)
+            }
             SendError::RecipientsRefused(refused) => {
                 !refused.is_empty() && refused.iter().all(|r| !r.is_transient())
             }

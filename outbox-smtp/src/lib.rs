@@ -5,7 +5,11 @@
 //! [`Mailer::handler`] for it. The mailer sends through SMTP (lettre 0.11, rustls), into
 //! `.eml` files or into the log, as its URL says ([`MailerConfig::from_url`]).
 //!
-//! ```ignore
+//! ```no_run
+//! # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
+//! use outbox_core::{Enqueue, Outbox, SqliteBackend};
+//! use outbox_smtp::{Email, Mailer};
+//!
 //! let mailer = Mailer::from_url("smtp://user:password@mail.example.com:587")?;
 //! let outbox = Outbox::new(SqliteBackend::new(pool.clone()))
 //!     .register::<Email, _>(mailer.handler());
@@ -22,6 +26,7 @@
 //!     .enqueue(&mut *tx)
 //!     .await?;
 //! tx.commit().await?;
+//! # Ok(()) }
 //! ```
 //!
 //! # Speed

@@ -22,7 +22,7 @@ use crate::{
 ///
 /// Cheap to clone: clones share the connection pool.
 ///
-/// ```ignore
+/// ```no_run
 /// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
 /// use outbox_core::{Outbox, SqliteBackend};
 /// use outbox_smtp::{Email, Mailer};
@@ -114,7 +114,7 @@ impl Mailer {
                         "recipient refused; the email went to the others and is not retried for it"
                     );
                 }
-                tracing::debug!(
+                tracing::info!(
                     message.id = %id, message_id = %delivery.message_id,
                     accepted = delivery.accepted.len(), "email sent"
                 );

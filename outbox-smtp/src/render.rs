@@ -126,13 +126,12 @@ fn header(field: &str, name: &str, value: &str) -> Result<HeaderValue, InvalidMe
 
 /// The MIME tree: text and/or HTML (as alternatives), then the attachments, if any.
 fn body(email: &Email) -> Result<Content, InvalidMessage> {
-    let content = match (&email.text, &email.html) {
-        (Some(text), Some(html)) => Content::Multi(MultiPart::alternative_plain_html(
-            text.clone(),
-            html.clone(),
-        )),
-        (Some(text), None) => Content::Single(SinglePart::plain(text.clone())),
-        (None, Some(html)) => Content::Single(SinglePart::html(html.clone())),
+    let text = email.text.as_deref().map(line_ends);
+    let html = email.html.as_deref().map(line_ends);
+    let content = match (text, html) {
+        (Some(text), Some(html)) => Content::Multi(MultiPart::alternative_plain_html(text, html)),
+        (Some(text), None) => Content::Single(SinglePart::plain(text)),
+        (None, Some(html)) => Content::Single(SinglePart::html(html)),
         (None, None) => return Err(InvalidMessage::new("text", "the email has no body")),
     };
     if email.attachments.is_empty() {
@@ -150,6 +149,17 @@ fn body(email: &Email) -> Result<Content, InvalidMessage> {
         mixed = mixed.singlepart(file.body(a.bytes.clone(), content_type));
     }
     Ok(Content::Multi(mixed))
+}
+
+/// `body` with every line end written as LF, which lettre sends as CRLF.
+///
+/// lettre turns a bare LF into CRLF but leaves a bare CR (`\r` not followed by `\n`) as
+/// it is in a 7bit or 8bit body, and it would reach the SMTP data: RFC 5321 forbids bare
+/// CR in the data, and a server that takes `\r.\r` or `\n.\r\n` for the end of the
+/// data can be made to run commands smuggled in a body (SMTP smuggling). A lone CR is
+/// therefore taken as the line break it was meant as (old Mac line ends).
+fn line_ends(body: &str) -> String {
+    body.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// A message body: one part, or several.

@@ -4,6 +4,11 @@ use std::{fmt, time::Duration};
 
 use crate::ConfigError;
 
+/// The largest connection pool accepted. The pool's semaphore cannot hold more than
+/// `usize::MAX >> 3` permits (tokio panics above that, e.g. on `?pool=2305843009213693952`),
+/// and no SMTP server lets one client open anywhere near this many connections.
+pub(crate) const MAX_POOL_SIZE: usize = 1024;
+
 /// How the connection to the server is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -136,7 +141,7 @@ impl SmtpConfig {
         self
     }
 
-    /// The most connections open at once (messages beyond it wait for one).
+    /// The most connections open at once (messages beyond it wait for one); 1 to 1024.
     pub fn pool_size(mut self, n: usize) -> Self {
         self.pool_size = n;
         self
@@ -186,6 +191,15 @@ impl SmtpConfig {
         }
         if self.pool_size == 0 {
             return Err(ConfigError::new("pool", "the pool size must be at least 1"));
+        }
+        if self.pool_size > MAX_POOL_SIZE {
+            return Err(ConfigError::new(
+                "pool",
+                format!(
+                    "the pool size {} is more than {MAX_POOL_SIZE} connections to one server",
+                    self.pool_size
+                ),
+            ));
         }
         for (name, value) in [
             ("connect_timeout", self.connect_timeout),

@@ -267,4 +267,11 @@ mod tests {
             assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
         }
     }
+
+    #[test]
+    fn a_pool_larger_than_the_semaphore_holds_is_refused_not_a_panic() {
+        let too_large = parse("smtp://h?pool=2305843009213693952").unwrap();
+        assert_eq!(too_large.check().unwrap_err().setting, "pool");
+        assert!(parse("smtp://h?pool=1024").unwrap().check().is_ok());
+    }
 }

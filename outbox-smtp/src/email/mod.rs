@@ -39,9 +39,9 @@ pub use builder::EmailBuilder;
 /// # Ok::<(), outbox_smtp::InvalidMessage>(())
 /// ```
 ///
-/// Its type tag is `outbox.email` ([`Email::TYPE`](OutboxMessage::TYPE)). The fields are
+/// Its type tag is `outbox.email` ([`Email::TYPE`](outbox_core::OutboxMessage::TYPE)). The fields are
 /// public so that an application can read and adjust an email (say, in an orphan check or
-/// before enqueue); [`validate`](OutboxMessage::validate) runs at enqueue in any case.
+/// before enqueue); [`validate`](outbox_core::OutboxMessage::validate) runs at enqueue in any case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, OutboxMessage)]
 #[outbox(
     crate = "outbox_core",
@@ -121,6 +121,18 @@ impl Email {
     /// Every recipient: `to`, then `cc`, then `bcc`.
     pub fn recipients(&self) -> impl Iterator<Item = &Mailbox> {
         self.to.iter().chain(&self.cc).chain(&self.bcc)
+    }
+
+    /// The `Message-ID` header this email is sent with as outbox message `id`
+    /// (`<id@domain>`), the same on every attempt: the domain is `message_id_domain`
+    /// (the mailer's [`MailerConfig`](crate::MailerConfig) setting) when usable, else the
+    /// sender's domain, else `outbox.localhost`.
+    pub fn message_id(
+        &self,
+        id: &outbox_core::MessageId,
+        message_id_domain: Option<&str>,
+    ) -> String {
+        crate::render::message_id(id, self, message_id_domain)
     }
 }
 

@@ -1,11 +1,12 @@
 //! SMTP delivery: a small pool of lettre connections on sockets we open ourselves.
 //!
 //! At most `pool_size` connections are open; a message waits for a free one. A connection
-//! goes back to the pool after a completed transaction (or a refusal followed by a
-//! successful `RSET`) and is dropped after anything else: a timeout, a broken socket, a
-//! `421`. An idle connection older than `idle_timeout` is closed instead of reused, and a
-//! pooled connection found dead at `MAIL FROM` is replaced once, at once, within the same
-//! attempt — nothing of the message was sent over it.
+//! goes back to the pool after a completed transaction (or a refusal, also of the message
+//! data, followed by a successful `RSET`) and is dropped after anything else: a timeout, a
+//! broken socket, a reply about the session (`421`, `503`, …). An idle connection older
+//! than `idle_timeout` is closed instead of reused, and a pooled connection found dead or
+//! out of step before the message data is replaced once, at once, within the same attempt —
+//! nothing of the message was delivered over it.
 //!
 //! Failure modes: see [`SendError`](crate::SendError); a send never panics and never holds
 //! a connection after an error it cannot account for.

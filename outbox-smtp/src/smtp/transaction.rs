@@ -16,7 +16,11 @@ use lettre::transport::smtp::{
     extension::{Extension, MailBodyParameter, MailParameter},
 };
 
-use crate::{error::RefusedRecipient, render::Rendered, SendError, Stage};
+use crate::{
+    error::{is_session_reply, RefusedRecipient},
+    render::Rendered,
+    SendError, Stage,
+};
 
 /// How one attempt on a connection went, and what to do with the connection.
 pub(crate) struct Attempt {
@@ -55,8 +59,9 @@ where
         }),
         Ok(Ok(value)) => Step::Ok(value),
         Ok(Err(e)) => match SendError::from_lettre(stage, e) {
-            // 421: the server is closing the connection.
-            e @ SendError::Refused { code: 421, .. } => Step::Broken(e),
+            // 421 (closing), 503 (still in an earlier transaction), …: the session, not
+            // the message, is at fault; the connection cannot be trusted any more.
+            e @ SendError::Refused { code, .. } if is_session_reply(stage, code) => Step::Broken(e),
             e @ SendError::Refused { .. } => Step::Reply(e),
             e => Step::Broken(e),
         },
@@ -124,7 +129,8 @@ pub(crate) async fn send(
                 code,
                 reply,
             }),
-            Step::Reply(e) | Step::Broken(e) => return failed(e, false),
+            Step::Reply(e) => return failed(e, false),
+            Step::Broken(e) => return broken_before_data(e),
         }
     }
     if accepted.is_empty() {
@@ -134,7 +140,7 @@ pub(crate) async fn send(
     match step(Stage::Data, limit, conn.command(Data)).await {
         Step::Ok(_) => {}
         Step::Reply(e) => return after_reply(conn, e, limit).await,
-        Step::Broken(e) => return failed(e, false),
+        Step::Broken(e) => return broken_before_data(e),
     }
     match step(Stage::Message, limit, conn.message(&message.bytes)).await {
         Step::Ok(_) => Attempt {
@@ -142,9 +148,23 @@ pub(crate) async fn send(
             reusable: true,
             stale: false,
         },
-        // The final reply ends the transaction: the connection is ready for the next one.
-        Step::Reply(e) => failed(e, true),
+        // A refusal of the data should end the transaction, but some servers keep its
+        // state and answer the next MAIL FROM with `503`: reset before reuse.
+        Step::Reply(e) => after_reply(conn, e, limit).await,
         Step::Broken(e) => failed(e, false),
+    }
+}
+
+/// The connection broke before the message data was sent: nothing was delivered, so a
+/// session-level reply (the server out of step with us) may be retried at once on a new
+/// connection. A timeout is not: the server may be overloaded, and the outbox retries later.
+fn broken_before_data(error: SendError) -> Attempt {
+    let session =
+        matches!(&error, SendError::Refused { stage, code, .. } if is_session_reply(*stage, *code));
+    Attempt {
+        result: Err(error),
+        reusable: false,
+        stale: session,
     }
 }
 
