@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A named-field struct with every attribute, spread over two attributes.
 #[derive(Debug, Serialize, Deserialize, OutboxMessage)]
 #[outbox(type = "registration.user_mail", key(user_id, template))]
-#[outbox(max_attempts = 5, priority = 3, timeout = "30s")]
+#[outbox(max_attempts = 5, priority = 3, timeout = "30s", max_payload = "64KiB")]
 struct UserMail {
     user_id: u64,
     template: String,
@@ -180,6 +180,7 @@ fn explicit_attributes() {
         max_attempts: 5,
         priority: 3,
         timeout: Some(Duration::from_secs(30)),
+        max_payload: 64 * 1024,
     };
     assert_eq!(UserMail::DEFAULTS, expected);
     let mail = UserMail {
@@ -232,6 +233,7 @@ fn single_field_key_and_timeouts() {
         max_attempts: 1,
         priority: 0,
         timeout: Some(Duration::from_secs(7200)),
+        max_payload: outbox::DEFAULT_MAX_PAYLOAD,
     };
     assert_eq!(Hours::DEFAULTS, hours);
 }

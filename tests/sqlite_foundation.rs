@@ -637,3 +637,26 @@ async fn a_shutdown_timeout_longer_than_the_lease_is_refused() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_transaction_or_a_pooled_connection_can_be_passed_as_is() {
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    // `&mut tx` (no `*`), the slip sqlx users make most often, works like `&mut *tx`.
+    let a = Welcome {
+        user_id: 1,
+        email: "a@example.com".into(),
+    }
+    .enqueue(&mut tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let mut conn = db.pool.acquire().await.unwrap();
+    let b = Reminder { user_id: 2 }.enqueue(&mut conn).await.unwrap();
+    drop(conn);
+    let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM outbox_messages ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(ids, [a.id().to_string(), b.id().to_string()]);
+}

@@ -53,6 +53,58 @@ pub enum EnqueueError {
         /// What is wrong and what to do.
         reason: String,
     },
+    /// The outbox's tables do not exist: the schema was never migrated.
+    #[error(
+        "the outbox table `{table}` does not exist: call `outbox.migrate()` at start-up, \
+         before the first enqueue (roll this transaction back)"
+    )]
+    NotMigrated {
+        /// The missing table.
+        table: String,
+    },
+    /// The message is larger than the type allows.
+    #[error(
+        "a `{type_tag}` message is {size} bytes as JSON; the limit is {limit} bytes: \
+         send large content by reference (a URL or a row id), or raise the limit with \
+         `#[outbox(max_payload = \"4MiB\")]` on the type or \
+         `EnqueueOptions::max_payload(bytes)` on the call"
+    )]
+    PayloadTooLarge {
+        /// Type tag of the message.
+        type_tag: &'static str,
+        /// The serialized size, in bytes.
+        size: usize,
+        /// The limit that applied, in bytes.
+        limit: usize,
+    },
+    /// The database aborted the caller's whole transaction (a serialization failure or a
+    /// deadlock, typically two transactions enqueueing the same idempotency key at
+    /// `REPEATABLE READ` or `SERIALIZABLE`).
+    #[error(
+        "the database aborted the transaction while enqueuing a `{type_tag}` message: \
+         {source}; nothing of this transaction will be written, not even your own rows \
+         (on PostgreSQL `commit()` then still returns Ok): roll back and run the whole \
+         transaction again, for example with `outbox::retry_transaction`"
+    )]
+    TransactionAborted {
+        /// Type tag of the message.
+        type_tag: &'static str,
+        /// What the driver reported.
+        source: sqlx::Error,
+    },
+    /// The insert waited for a lock until the database gave up.
+    #[error(
+        "enqueuing a `{type_tag}` message waited for a lock until the database's lock \
+         timeout: {source}; another open transaction most likely holds a message with the \
+         same idempotency key (a second enqueue of a key waits until the first transaction \
+         ends); roll back and retry, and keep transactions that enqueue short"
+    )]
+    LockTimeout {
+        /// Type tag of the message.
+        type_tag: &'static str,
+        /// What the driver reported.
+        source: sqlx::Error,
+    },
     /// The database refused the insert; roll the transaction back.
     #[error(
         "database error while enqueuing `{type_tag}` messages: {source}; \
@@ -72,7 +124,16 @@ pub enum EnqueueError {
 pub enum Error {
     /// A query issued by the library failed.
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
+    /// The outbox's tables do not exist: the schema was never migrated.
+    #[error(
+        "the outbox table `{table}` does not exist: call `outbox.migrate()` at start-up \
+         (or `outbox migrate --database-url …`) before using the outbox"
+    )]
+    NotMigrated {
+        /// The missing table.
+        table: String,
+    },
     /// Applying the schema migrations failed.
     #[error("schema migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -82,4 +143,98 @@ pub enum Error {
     /// Waiting for the shutdown signal failed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signal(#[from] std::io::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        match Fault::of(&e) {
+            Fault::NotMigrated(table) => Error::NotMigrated { table },
+            _ => Error::Database(e),
+        }
+    }
+}
+
+impl EnqueueError {
+    /// The error for a failed insert of `type_tag` messages, by what the database said.
+    pub(crate) fn from_database(type_tag: &'static str, source: sqlx::Error) -> Self {
+        match Fault::of(&source) {
+            Fault::NotMigrated(table) => EnqueueError::NotMigrated { table },
+            Fault::Aborted => EnqueueError::TransactionAborted { type_tag, source },
+            Fault::LockTimeout => EnqueueError::LockTimeout { type_tag, source },
+            Fault::Other => EnqueueError::Database { type_tag, source },
+        }
+    }
+}
+
+/// What a database error means for the caller, across the three databases.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// A table of the outbox (`outbox_…`) does not exist.
+    NotMigrated(String),
+    /// The database aborted the whole transaction: serialization failure or deadlock.
+    Aborted,
+    /// A lock wait ran into the database's timeout (or SQLite's busy timeout).
+    LockTimeout,
+    /// Anything else.
+    Other,
+}
+
+impl Fault {
+    pub(crate) fn of(e: &sqlx::Error) -> Self {
+        let sqlx::Error::Database(d) = e else {
+            return Fault::Other;
+        };
+        let message = d.message();
+        match d.code().as_deref() {
+            // PostgreSQL serialization_failure / deadlock_detected; MySQL's deadlock (1213).
+            Some("40001" | "40P01") => Fault::Aborted,
+            // PostgreSQL lock_not_available (lock_timeout).
+            Some("55P03") => Fault::LockTimeout,
+            // MySQL 1205.
+            Some("HY000") if message.contains("Lock wait timeout") => Fault::LockTimeout,
+            // PostgreSQL undefined_table, MySQL 1146.
+            Some("42P01" | "42S02") => {
+                outbox_table(message).map_or(Fault::Other, Fault::NotMigrated)
+            }
+            // SQLite: SQLITE_ERROR with "no such table", SQLITE_BUSY (5, 517, …).
+            _ if message.starts_with("no such table") => {
+                outbox_table(message).map_or(Fault::Other, Fault::NotMigrated)
+            }
+            _ if message.contains("database is locked") => Fault::LockTimeout,
+            _ => Fault::Other,
+        }
+    }
+}
+
+/// The last `outbox_…` name in a database message, if any (MySQL names the table as
+/// `'database.table'`, and a database may be called `outbox_…` too).
+fn outbox_table(message: &str) -> Option<String> {
+    let start = message.rfind("outbox_")?;
+    let name: String = message[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    Some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outbox_table;
+
+    #[test]
+    fn table_names_are_read_from_each_databases_message() {
+        assert_eq!(
+            outbox_table("no such table: outbox_messages").as_deref(),
+            Some("outbox_messages")
+        );
+        assert_eq!(
+            outbox_table(r#"relation "outbox_messages" does not exist"#).as_deref(),
+            Some("outbox_messages")
+        );
+        assert_eq!(
+            outbox_table("Table 'outbox_app.outbox_dead_letters' doesn't exist").as_deref(),
+            Some("outbox_dead_letters")
+        );
+        assert_eq!(outbox_table("no such table: users"), None);
+    }
 }

@@ -7,6 +7,14 @@ use serde::{de::DeserializeOwned, Serialize};
 /// Largest idempotency key accepted at enqueue, in bytes (the same on every backend).
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 
+/// The default payload limit of a message type: 1 MiB of JSON.
+///
+/// Queue rows are read whole by every claim, and MariaDB refuses a statement larger than
+/// its `max_allowed_packet` (16 MiB by default on the server, and the whole batch insert
+/// counts), so large content belongs in a table or an object store, with its reference
+/// in the message.
+pub const DEFAULT_MAX_PAYLOAD: usize = 1024 * 1024;
+
 /// Largest type tag accepted, in bytes (the tag is the queue name on every backend).
 pub const MAX_TYPE_TAG_LEN: usize = 100;
 
@@ -68,7 +76,8 @@ impl std::fmt::Display for InvalidMessage {
 
 impl std::error::Error for InvalidMessage {}
 
-/// Per-type defaults for delivery: attempts, priority and the handler's time limit.
+/// Per-type defaults for delivery: attempts, priority, the handler's time limit and the
+/// payload limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MessageDefaults {
     /// How many times a message is tried before it is given up (at least 1).
@@ -77,14 +86,19 @@ pub struct MessageDefaults {
     pub priority: u16,
     /// How long one handler call may run before the attempt counts as failed.
     pub timeout: Option<Duration>,
+    /// The largest payload accepted at enqueue, in bytes of JSON; a larger message is
+    /// refused with [`EnqueueError::PayloadTooLarge`](crate::EnqueueError::PayloadTooLarge).
+    pub max_payload: usize,
 }
 
 impl MessageDefaults {
-    /// The defaults used when a type declares none: 10 attempts, priority 0, 5 minutes.
+    /// The defaults used when a type declares none: 10 attempts, priority 0, 5 minutes,
+    /// payloads up to [`DEFAULT_MAX_PAYLOAD`] (1 MiB).
     pub const DEFAULT: Self = Self {
         max_attempts: 10,
         priority: 0,
         timeout: Some(Duration::from_secs(300)),
+        max_payload: DEFAULT_MAX_PAYLOAD,
     };
 }
 

@@ -8,13 +8,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
-use syn::{
-    token, Attribute, Data, DeriveInput, Error, ExprPath, Fields, Generics, Ident, LitStr, Member,
-    Token,
-};
-
-use crate::attr;
-use crate::valid::Errors;
+use syn::{token, Attribute, Error, ExprPath, Generics, Ident, LitStr, Member, Token};
 
 /// A type deriving `OutboxMessage`, reduced to what the derive needs.
 pub struct Input<'a> {
@@ -61,6 +55,8 @@ pub struct Attrs {
     pub priority: Option<Spanned<i128>>,
     /// `timeout = "30s"` or `timeout = "none"`.
     pub timeout: Option<Spanned<Timeout>>,
+    /// `max_payload = "4MiB"`: the payload limit in bytes.
+    pub max_payload: Option<Spanned<u64>>,
     /// `crate = "path"`: where the `outbox` items live.
     pub krate: Option<syn::Path>,
 }
@@ -153,43 +149,7 @@ impl Timeout {
     }
 }
 
-impl<'a> Input<'a> {
-    /// Reads the derive input; attribute errors go to `errors` and parsing carries on.
-    pub fn from_syn(node: &'a DeriveInput, errors: &mut Errors) -> Self {
-        let mut misplaced = Vec::new();
-        let shape = match &node.data {
-            Data::Struct(data) => {
-                misplaced.extend(field_attrs(&data.fields));
-                match &data.fields {
-                    Fields::Named(fields) => Shape::Named(
-                        fields
-                            .named
-                            .iter()
-                            .filter_map(|f| f.ident.as_ref())
-                            .collect(),
-                    ),
-                    Fields::Unnamed(_) => Shape::Tuple,
-                    Fields::Unit => Shape::Unit,
-                }
-            }
-            Data::Enum(data) => {
-                for variant in &data.variants {
-                    misplaced.extend(outbox_attrs(&variant.attrs));
-                    misplaced.extend(field_attrs(&variant.fields));
-                }
-                Shape::Enum
-            }
-            Data::Union(data) => Shape::Union(data.union_token.span),
-        };
-        Input {
-            ident: &node.ident,
-            generics: &node.generics,
-            shape,
-            attrs: attr::get(&node.attrs, errors),
-            misplaced,
-        }
-    }
-
+impl Input<'_> {
     /// The type tag: the one given with `type = "..."`, or the type's name in snake_case.
     pub fn type_tag(&self) -> String {
         match &self.attrs.type_tag {
@@ -197,16 +157,6 @@ impl<'a> Input<'a> {
             None => snake_case(&self.ident.unraw().to_string()),
         }
     }
-}
-
-/// The `#[outbox(...)]` attributes among `attrs`.
-fn outbox_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
-    attrs.iter().filter(|attr| attr.path().is_ident("outbox"))
-}
-
-/// The `#[outbox(...)]` attributes on any of `fields`.
-fn field_attrs(fields: &Fields) -> impl Iterator<Item = &Attribute> {
-    fields.iter().flat_map(|field| outbox_attrs(&field.attrs))
 }
 
 impl Shape<'_> {

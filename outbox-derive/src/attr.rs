@@ -11,15 +11,15 @@ use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::parse::ParseStream;
 use syn::{
-    parenthesized, token, Attribute, Error, Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitInt,
-    LitStr, Member, Path, Result, Token, UnOp,
+    parenthesized, token, Attribute, Data, DeriveInput, Error, Expr, ExprLit, ExprPath, ExprUnary,
+    Fields, Ident, Lit, LitInt, LitStr, Member, Path, Result, Token, UnOp,
 };
 
-use crate::ast::{Attrs, FnPath, KeyAttr, Spanned, TimeUnit, Timeout};
+use crate::ast::{Attrs, FnPath, Input, KeyAttr, Shape, Spanned, TimeUnit, Timeout};
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[outbox(...)]`.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "type",
     "key",
     "key_fn",
@@ -27,17 +27,69 @@ const KEYS: [&str; 8] = [
     "max_attempts",
     "priority",
     "timeout",
+    "max_payload",
     "crate",
 ];
 
 /// The keys accepted inside `#[outbox(...)]`, as listed in error messages.
 const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `key_fn = \"path\"`, \
                         `validate = \"path\"`, `max_attempts = N`, `priority = N`, \
-                        `timeout = \"30s\"`, `crate = \"path\"`";
+                        `timeout = \"30s\"`, `max_payload = \"4MiB\"`, `crate = \"path\"`";
+
+/// The forms `max_payload = "..."` accepts, as listed in error messages.
+const SIZE_FORMS: &str =
+    "an integer followed by `B`, `KiB` or `MiB` (\"65536B\", \"512KiB\", \"4MiB\")";
 
 /// The forms `timeout = "..."` accepts, as listed in error messages.
 const TIMEOUT_FORMS: &str = "an integer followed by `ms`, `s`, `m` or `h` \
                              (\"500ms\", \"30s\", \"5m\", \"1h\"), or \"none\" for no limit";
+
+/// Reads the derive input into the model; attribute errors go to `errors` and parsing
+/// carries on.
+pub fn input<'a>(node: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
+    let mut misplaced = Vec::new();
+    let shape = match &node.data {
+        Data::Struct(data) => {
+            misplaced.extend(field_attrs(&data.fields));
+            match &data.fields {
+                Fields::Named(fields) => Shape::Named(
+                    fields
+                        .named
+                        .iter()
+                        .filter_map(|f| f.ident.as_ref())
+                        .collect(),
+                ),
+                Fields::Unnamed(_) => Shape::Tuple,
+                Fields::Unit => Shape::Unit,
+            }
+        }
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                misplaced.extend(outbox_attrs(&variant.attrs));
+                misplaced.extend(field_attrs(&variant.fields));
+            }
+            Shape::Enum
+        }
+        Data::Union(data) => Shape::Union(data.union_token.span),
+    };
+    Input {
+        ident: &node.ident,
+        generics: &node.generics,
+        shape,
+        attrs: get(&node.attrs, errors),
+        misplaced,
+    }
+}
+
+/// The `#[outbox(...)]` attributes among `attrs`.
+fn outbox_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|attr| attr.path().is_ident("outbox"))
+}
+
+/// The `#[outbox(...)]` attributes on any of `fields`.
+fn field_attrs(fields: &Fields) -> impl Iterator<Item = &Attribute> {
+    fields.iter().flat_map(|field| outbox_attrs(&field.attrs))
+}
 
 /// Reads every `#[outbox(...)]` attribute in `attrs`; errors go to `errors`.
 pub fn get(attrs: &[Attribute], errors: &mut Errors) -> Attrs {
@@ -99,6 +151,15 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
                 Ok(Spanned { value, tokens })
             });
             set(&mut out.timeout, timeout, meta, errors);
+        }
+        "max_payload" => {
+            let expr = value(meta, "max_payload = \"4MiB\"")?;
+            let size = lit_str(&expr, "max_payload = \"4MiB\"").and_then(|lit| {
+                let value = parse_size(&lit.value()).map_err(|e| Error::new_spanned(&lit, e))?;
+                let tokens = lit.to_token_stream();
+                Ok(Spanned { value, tokens })
+            });
+            set(&mut out.max_payload, size, meta, errors);
         }
         "crate" => {
             let expr = value(meta, "crate = \"outbox_core\"")?;
@@ -288,9 +349,44 @@ fn parse_timeout(text: &str) -> std::result::Result<Timeout, String> {
     Ok(Timeout::Limit { amount, unit })
 }
 
+/// Parses a size string: an integer followed by `B`, `KiB` or `MiB`, into bytes.
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let factor: u64 = match unit {
+        "B" => 1,
+        "KiB" => 1024,
+        "MiB" => 1024 * 1024,
+        _ => return Err(format!("invalid size {text:?}: expected {SIZE_FORMS}")),
+    };
+    if digits.is_empty() {
+        return Err(format!("invalid size {text:?}: expected {SIZE_FORMS}"));
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| format!("the size {text:?} is too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_accept_the_documented_forms() {
+        assert_eq!(parse_size("65536B"), Ok(65536));
+        assert_eq!(parse_size("512KiB"), Ok(512 * 1024));
+        assert_eq!(parse_size("4MiB"), Ok(4 * 1024 * 1024));
+        for bad in ["4", "4MB", "MiB", "4 MiB", "-1B"] {
+            assert!(parse_size(bad).unwrap_err().contains("expected"), "{bad}");
+        }
+        assert!(parse_size("99999999999999999999MiB")
+            .unwrap_err()
+            .contains("too large"));
+    }
 
     #[test]
     fn timeout_accepts_the_documented_forms() {

@@ -7,12 +7,13 @@ use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Member, Path};
 
 use crate::ast::{FnPath, Input, KeyAttr, Shape};
+use crate::attr;
 use crate::valid::Errors;
 
 /// Parses, validates and expands one derive input; errors become `compile_error!`s.
 pub fn derive(node: &DeriveInput) -> TokenStream {
     let mut errors = Errors::default();
-    let input = Input::from_syn(node, &mut errors);
+    let input = attr::input(node, &mut errors);
     input.validate(&mut errors);
     match errors.finish() {
         Ok(()) => impl_message(&input),
@@ -63,6 +64,10 @@ fn impl_message(input: &Input) -> TokenStream {
             quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#millis)))
         }
     };
+    let max_payload = match &attrs.max_payload {
+        Some(n) => Literal::usize_unsuffixed(n.value as usize).into_token_stream(),
+        None => default("max_payload"),
+    };
     let key_fn = match (&attrs.key_fn, &attrs.key, &input.shape) {
         (Some(function), _, _) => delegate(
             quote!(fn idempotency_key(&self) -> ::core::option::Option<::std::string::String>),
@@ -84,6 +89,7 @@ fn impl_message(input: &Input) -> TokenStream {
                 max_attempts: #max_attempts,
                 priority: #priority,
                 timeout: #timeout,
+                max_payload: #max_payload,
             };
             #key_fn
             #validate_fn

@@ -1,7 +1,7 @@
 //! `#[derive(OutboxMessage)]` for the `outbox` crate.
 //!
-//! The derive runs in phases, one module each: [`attr`] parses the `#[outbox(...)]`
-//! attributes into the model of [`ast`], [`valid`] checks it and [`expand`] generates
+//! The derive runs in phases, one module each: `attr` parses the input and its `#[outbox(...)]`
+//! attributes into the model of `ast`, `valid` checks it and `expand` generates
 //! the `impl OutboxMessage`.
 
 mod ast;
@@ -24,8 +24,9 @@ use syn::{parse_macro_input, DeriveInput};
 /// - `validate = "path::to::function"`: `OutboxMessage::validate` delegates to a
 ///   `fn(&Self) -> Result<(), InvalidMessage>`; default: every message is accepted.
 /// - `max_attempts = 5` (1 to 1000), `priority = 3` (0 to 65535),
-///   `timeout = "30s"` (`ms`, `s`, `m`, `h`, or `"none"`): per-type defaults; each one not
-///   given is taken from `MessageDefaults::DEFAULT`.
+///   `timeout = "30s"` (`ms`, `s`, `m`, `h`, or `"none"`), `max_payload = "4MiB"` (`B`,
+///   `KiB`, `MiB`; the largest JSON payload accepted at enqueue): per-type defaults; each
+///   one not given is taken from `MessageDefaults::DEFAULT`.
 /// - `crate = "outbox_core"`: the path to the crate; default `::outbox`.
 #[proc_macro_derive(OutboxMessage, attributes(outbox))]
 pub fn derive_outbox_message(input: TokenStream) -> TokenStream {

@@ -11,6 +11,9 @@ use crate::ast::{Input, KeyAttr, Shape};
 /// Largest type tag accepted, in bytes; the same as `outbox_core::message::MAX_TYPE_TAG_LEN`.
 const MAX_TYPE_TAG_LEN: usize = 100;
 
+/// Largest `max_payload` accepted, in bytes: 1 GiB, PostgreSQL's limit for one value.
+const MAX_PAYLOAD: u64 = 1024 * 1024 * 1024;
+
 /// Largest `max_attempts` accepted.
 const MAX_ATTEMPTS: i128 = 1000;
 
@@ -96,7 +99,7 @@ impl Input<'_> {
         });
     }
 
-    /// `max_attempts`, `priority` and `timeout` must be in range.
+    /// `max_attempts`, `priority`, `timeout` and `max_payload` must be in range.
     fn check_numbers(&self, errors: &mut Errors) {
         let attrs = &self.attrs;
         if let Some(n) = attrs
@@ -131,6 +134,17 @@ impl Input<'_> {
                 )),
                 Some(_) => {}
             }
+        }
+        if let Some(size) = attrs
+            .max_payload
+            .as_ref()
+            .filter(|n| !(1..=MAX_PAYLOAD).contains(&n.value))
+        {
+            let msg = format!(
+                "max_payload must be between 1B and 1024MiB, not {} bytes",
+                size.value
+            );
+            errors.push(size.error(msg));
         }
     }
 

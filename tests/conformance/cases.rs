@@ -380,7 +380,11 @@ pub async fn shared_rate_bucket<H: Harness>() {
     let starts: Vec<Instant> = calls.0.lock().unwrap().iter().map(|c| c.1).collect();
     let first = starts[0];
     for (i, s) in starts.iter().enumerate() {
-        let allowed = 2.0 + 10.0 * (*s - first).as_secs_f64() + 0.2; // 20 ms of recording slack
+        // The bound is on grants; a handler starts a little after its grant, and under load
+        // the first start can lag its grant more than later ones (seen: 8 starts 580 ms
+        // after a late first one). One token of slack; the exact bound on grants is checked
+        // from the grant trace in tests/sqlite_processes.rs.
+        let allowed = 2.0 + 10.0 * (*s - first).as_secs_f64() + 1.0;
         assert!(
             (i + 1) as f64 <= allowed,
             "start {} came {:?} after the first",
@@ -710,4 +714,115 @@ pub async fn an_error_text_with_a_nul_byte_is_recorded<H: Harness>() {
         dead[0].last_error
     );
     assert_eq!(h.count_messages("conf.mail").await, 0);
+}
+
+/// A message whose size the test chooses.
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "conf.blob")]
+struct Blob {
+    data: String,
+}
+
+pub async fn an_unmigrated_database_names_the_fix<H: Harness>() {
+    let h = H::unmigrated().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let err = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap_err();
+    assert!(
+        matches!(&err, EnqueueError::NotMigrated { table } if table == "outbox_messages"),
+        "{}: {err:?}",
+        H::NAME
+    );
+    assert!(
+        err.to_string()
+            .contains("call `outbox.migrate()` at start-up"),
+        "{err}"
+    );
+    drop(tx);
+    let admin = outbox::Admin::new(h.backend());
+    let err = admin.status_counts().await.unwrap_err();
+    assert!(
+        matches!(err, outbox::Error::NotMigrated { .. }),
+        "{}: {err:?}",
+        H::NAME
+    );
+    assert!(err.to_string().contains("outbox.migrate()"), "{err}");
+    let calls = Arc::new(Calls::default());
+    let drained = tokio::time::timeout(Duration::from_secs(30), outbox(&h, &calls).drain())
+        .await
+        .expect("a drain on an unmigrated database returns instead of retrying for ever");
+    let err = drained.unwrap_err();
+    assert!(err.to_string().contains("outbox.migrate()"), "{err}");
+}
+
+pub async fn payload_limit_and_large_payloads<H: Harness>() {
+    let h = H::new().await;
+    let mib = 1024 * 1024;
+    let two_mib = Blob {
+        data: "x".repeat(2 * mib),
+    };
+    let mut tx = h.pool().begin().await.unwrap();
+    let err = two_mib.enqueue(&mut *tx).await.unwrap_err();
+    match &err {
+        EnqueueError::PayloadTooLarge { size, limit, .. } => {
+            assert_eq!((*size, *limit), (2 * mib + 11, mib));
+        }
+        other => panic!("{}: {other:?}", H::NAME),
+    }
+    let text = err.to_string();
+    for part in ["2097163 bytes", "the limit is 1048576 bytes", "max_payload"] {
+        assert!(text.contains(part), "{text}");
+    }
+    // Nothing was written and the transaction goes on; a raised limit lets it through,
+    // and a batch of them (18 MiB, more than MariaDB's default packet limit) is split
+    // into statements that each fit.
+    let raised = EnqueueOptions::new().max_payload(2 * mib);
+    let blobs: Vec<Blob> = (0..12)
+        .map(|i| Blob {
+            data: char::from(b'a' + i).to_string().repeat(3 * mib / 2),
+        })
+        .collect();
+    outbox::enqueue_many_with(&mut *tx, &blobs, raised)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let sizes = Arc::new(Mutex::new(Vec::new()));
+    let report = Outbox::with_state(h.backend(), Arc::clone(&sizes))
+        .register::<Blob, _>(
+            |b: Blob, ctx: MessageContext<Arc<Mutex<Vec<usize>>>>| async move {
+                ctx.state().lock().unwrap().push(b.data.len());
+                Ok::<_, HandlerError>(())
+            },
+        )
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.delivered, 12, "{}", H::NAME);
+    assert_eq!(
+        *sizes.lock().unwrap(),
+        vec![3 * mib / 2; 12],
+        "intact, in order"
+    );
+}
+
+pub async fn a_key_held_by_an_open_transaction_times_out_clearly<H: Harness>() {
+    let h = H::new().await;
+    let mut a = h.pool().begin().await.unwrap();
+    Mail { n: 5 }.enqueue(&mut *a).await.unwrap();
+    let mut b = h.pool().begin().await.unwrap();
+    H::short_lock_timeout(&mut b).await;
+    let started = Instant::now();
+    let err = Mail { n: 5 }.enqueue(&mut *b).await.unwrap_err();
+    assert!(
+        matches!(err, EnqueueError::LockTimeout { .. }),
+        "{}: {err:?}",
+        H::NAME
+    );
+    assert!(err.to_string().contains("same idempotency key"), "{err}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "it waited for the lock"
+    );
+    b.rollback().await.unwrap();
+    a.commit().await.unwrap();
+    assert_eq!(h.count_messages("conf.mail").await, 1);
 }

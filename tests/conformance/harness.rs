@@ -11,7 +11,7 @@ use outbox::backend::Backend;
 #[allow(async_fn_in_trait)]
 pub trait Harness: Sized + Send + Sync + 'static {
     /// The sqlx database.
-    type Db: sqlx::Database<Connection: outbox::EnqueueConnection>;
+    type Db: sqlx::Database<Connection: outbox::InsertMessages>;
     /// The outbox backend.
     type Backend: Backend;
     /// "sqlite", "postgres" or "mysql".
@@ -19,6 +19,8 @@ pub trait Harness: Sized + Send + Sync + 'static {
 
     /// A new, migrated database with the application's tables.
     async fn new() -> Self;
+    /// A new, empty database: no outbox tables, no application tables.
+    async fn unmigrated() -> Self;
     /// Reconnects to the database at `url` (in a child process).
     async fn attach(url: &str) -> Self;
     /// The application's pool.
@@ -45,6 +47,11 @@ pub trait Harness: Sized + Send + Sync + 'static {
     async fn deliveries(&self) -> Vec<(String, i64)>;
     /// Running messages whose lease has expired (by the database's clock).
     async fn expired_leases(&self) -> i64;
+    /// Makes lock waits on `conn` give up after about a second (for the rest of its
+    /// transaction or session).
+    fn short_lock_timeout<'c>(
+        conn: &'c mut <Self::Db as sqlx::Database>::Connection,
+    ) -> BoxFuture<'c, ()>;
 }
 
 /// The URL of a server, from `var` or the default, with the database name replaced.
@@ -111,8 +118,14 @@ macro_rules! probes {
         count_messages = $count:literal,
         attempts = $attempts:literal as $attempts_ty:ty,
         record_delivery = $record:literal,
-        expired_leases = $expired:literal $(,)?
+        expired_leases = $expired:literal,
+        short_lock_timeout = $short:literal $(,)?
     ) => {
+        fn short_lock_timeout<'c>(conn: &'c mut $conn) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query($short).execute(conn).await.unwrap();
+            })
+        }
         async fn expired_leases(&self) -> i64 {
             sqlx::query_scalar($expired)
                 .fetch_one(&self.pool)
@@ -182,10 +195,16 @@ mod sqlite {
         type Backend = SqliteBackend;
         const NAME: &'static str = "sqlite";
 
-        async fn new() -> Self {
+        async fn unmigrated() -> Self {
             let dir = tempfile::tempdir().expect("temp dir");
             let url = format!("sqlite://{}", dir.path().join("conformance.db").display());
             let mut h = Self::attach(&url).await;
+            h._dir = Some(dir);
+            h
+        }
+
+        async fn new() -> Self {
+            let h = Self::unmigrated().await;
             outbox::Outbox::new(h.backend())
                 .migrate()
                 .await
@@ -199,7 +218,6 @@ mod sqlite {
                     .await
                     .expect("create table");
             }
-            h._dir = Some(dir);
             h
         }
 
@@ -230,6 +248,7 @@ mod sqlite {
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < unixepoch('subsec') * 1000",
+            short_lock_timeout = "PRAGMA busy_timeout = 1000",
         );
     }
 }
@@ -270,7 +289,7 @@ mod postgres {
         type Backend = PostgresBackend;
         const NAME: &'static str = "postgres";
 
-        async fn new() -> Self {
+        async fn unmigrated() -> Self {
             use sqlx::{Connection, Executor};
             let admin = admin_url();
             let db = fresh_name();
@@ -284,6 +303,11 @@ mod postgres {
             .expect("create test database");
             let mut h = Self::attach(&with_database(&admin, &db)).await;
             h.owned = Some(db);
+            h
+        }
+
+        async fn new() -> Self {
+            let h = Self::unmigrated().await;
             outbox::Outbox::new(h.backend())
                 .migrate()
                 .await
@@ -329,6 +353,7 @@ mod postgres {
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES ($1, $2)",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            short_lock_timeout = "SET LOCAL lock_timeout = '1s'",
         );
     }
 }
@@ -366,7 +391,7 @@ mod mysql {
         type Backend = MySqlBackend;
         const NAME: &'static str = "mysql";
 
-        async fn new() -> Self {
+        async fn unmigrated() -> Self {
             use sqlx::{Connection, Executor};
             let admin = admin_url();
             let db = fresh_name();
@@ -380,6 +405,11 @@ mod mysql {
             .expect("create test database");
             let mut h = Self::attach(&with_database(&admin, &db)).await;
             h.owned = Some(db);
+            h
+        }
+
+        async fn new() -> Self {
+            let h = Self::unmigrated().await;
             outbox::Outbox::new(h.backend())
                 .migrate()
                 .await
@@ -425,6 +455,7 @@ mod mysql {
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)",
+            short_lock_timeout = "SET SESSION innodb_lock_wait_timeout = 1",
         );
     }
 }

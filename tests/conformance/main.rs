@@ -6,6 +6,8 @@
 
 mod cases;
 mod harness;
+#[cfg(feature = "postgres")]
+mod isolation;
 mod processes;
 
 /// One test per case for a backend.
@@ -79,6 +81,18 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_error_text_with_a_nul_byte_is_recorded() {
                 cases::an_error_text_with_a_nul_byte_is_recorded::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_unmigrated_database_names_the_fix() {
+                cases::an_unmigrated_database_names_the_fix::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn payload_limit_and_large_payloads() {
+                cases::payload_limit_and_large_payloads::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_key_held_by_an_open_transaction_times_out_clearly() {
+                cases::a_key_held_by_an_open_transaction_times_out_clearly::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {

@@ -119,14 +119,14 @@ pub(crate) fn resolve(
         .collect()
 }
 
-/// `EnqueueConnection` for a connection type whose insert returns the ids it wrote
+/// `InsertMessages` for a connection type whose insert returns the ids it wrote
 /// (`RETURNING`), reading `enqueue.sql`, `enqueue_one.sql` and `find_by_keys.sql` from
 /// `$dir`; `$after`, if given, runs on the connection once rows were written (to arrange a
 /// wake-up at commit).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! returning_enqueue {
     ($conn:ty, $dir:literal $(, after = $after:path)?) => {
-        impl $crate::enqueue::EnqueueConnection for $conn {
+        impl $crate::enqueue::InsertMessages for $conn {
             fn insert_messages<'a>(
                 &'a mut self,
                 rows: &'a [$crate::enqueue::NewMessage],

@@ -47,7 +47,8 @@ macro_rules! sql_store {
 
             /// Runs `$body` (which uses the transaction `$tx` and yields a value) in a write
             /// transaction, again from the start after a transient error (deadlock,
-            /// serialization failure, lock wait timeout), up to 8 times.
+            /// serialization failure, lock wait timeout), up to 8 times. Every write of the
+            /// admin surface goes through it, like the workers' own.
             macro_rules! in_write_tx {
                 ($self:ident, |$tx:ident| $body:block) => {{
                     let mut attempt = 0u32;
@@ -310,14 +311,15 @@ macro_rules! sql_store {
 
                 fn set_bucket<'a>(&'a self, bucket: &'a str, limit: RateLimit, now: f64) -> BoxFuture<'a, Result<(), Error>> {
                     Box::pin(async move {
-                        sqlx::query(query!("bucket_set.sql"))
-                            .bind(bucket)
-                            .bind(limit.burst)
-                            .bind(limit.per_second)
-                            .bind(now)
-                            .execute(&self.pool)
-                            .await?;
-                        Ok(())
+                        in_write_tx!(self, |tx| {
+                            sqlx::query(query!("bucket_set.sql"))
+                                .bind(bucket)
+                                .bind(limit.burst)
+                                .bind(limit.per_second)
+                                .bind(now)
+                                .execute(&mut *tx)
+                                .await?;
+                        })
                     })
                 }
 
@@ -332,25 +334,41 @@ macro_rules! sql_store {
                         }))
                     })
                 }
+
+                fn buckets(&self) -> BoxFuture<'_, Result<Vec<(String, BucketState)>, Error>> {
+                    Box::pin(async move {
+                        let rows: Vec<(String, f64, f64, f64, f64)> =
+                            sqlx::query_as(query!("bucket_list.sql")).fetch_all(&self.pool).await?;
+                        Ok(rows
+                            .into_iter()
+                            .map(|(name, burst, per_second, tokens, updated_at)| {
+                                (name, BucketState { limit: RateLimit { burst, per_second }, tokens, updated_at })
+                            })
+                            .collect())
+                    })
+                }
             }
 
             impl PauseStore for $backend {
                 fn pause<'a>(&'a self, type_tag: &'a str, reason: &'a str, now: SystemTime) -> BoxFuture<'a, Result<(), Error>> {
                     Box::pin(async move {
-                        sqlx::query(query!("pause.sql"))
-                            .bind(type_tag)
-                            .bind(unix_millis(now))
-                            .bind(reason)
-                            .execute(&self.pool)
-                            .await?;
-                        Ok(())
+                        in_write_tx!(self, |tx| {
+                            sqlx::query(query!("pause.sql"))
+                                .bind(type_tag)
+                                .bind(unix_millis(now))
+                                .bind(reason)
+                                .execute(&mut *tx)
+                                .await?;
+                        })
                     })
                 }
 
                 fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
                     Box::pin(async move {
-                        let done = sqlx::query(query!("resume.sql")).bind(type_tag).execute(&self.pool).await?;
-                        Ok(done.rows_affected() > 0)
+                        let done = in_write_tx!(self, |tx| {
+                            sqlx::query(query!("resume.sql")).bind(type_tag).execute(&mut *tx).await?.rows_affected()
+                        })?;
+                        Ok(done > 0)
                     })
                 }
 
@@ -442,13 +460,15 @@ macro_rules! sql_store {
                 fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>> {
                     Box::pin(async move {
                         let (id, type_tag, before) = filter_params(filter);
-                        let done = sqlx::query(query!("dead_letters_purge.sql"))
-                            .bind(id)
-                            .bind(type_tag)
-                            .bind(before)
-                            .execute(&self.pool)
-                            .await?;
-                        Ok(done.rows_affected())
+                        in_write_tx!(self, |tx| {
+                            sqlx::query(query!("dead_letters_purge.sql"))
+                                .bind(id)
+                                .bind(type_tag)
+                                .bind(before)
+                                .execute(&mut *tx)
+                                .await?
+                                .rows_affected()
+                        })
                     })
                 }
             }

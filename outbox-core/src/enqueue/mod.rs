@@ -1,11 +1,17 @@
 //! Transactional enqueue: messages are written with the caller's business rows, in the
 //! caller's transaction, so they exist exactly when the rows they describe exist.
 //!
-//! ```ignore
+//! ```no_run
+//! # #[cfg(feature = "sqlite")]
+//! # async fn demo(pool: sqlx::SqlitePool, email: String) -> Result<(), Box<dyn std::error::Error>> {
+//! # use outbox_core::Enqueue;
+//! # #[derive(serde::Serialize, serde::Deserialize)] struct WelcomeMail { email: String }
+//! # impl outbox_core::OutboxMessage for WelcomeMail { const TYPE: &'static str = "welcome_mail"; }
 //! let mut tx = pool.begin().await?;
 //! sqlx::query("INSERT INTO users (email) VALUES (?)").bind(&email).execute(&mut *tx).await?;
 //! WelcomeMail { email }.enqueue(&mut *tx).await?;   // rolled back with the user row
 //! tx.commit().await?;
+//! # Ok(()) }
 //! ```
 //!
 //! Failure modes: every input check (serialization, key, options) runs before anything is
@@ -30,6 +36,10 @@ use crate::{EnqueueError, OutboxMessage};
 
 /// Rows per insert statement when a batch is written.
 pub(crate) const INSERT_CHUNK: usize = 1000;
+
+/// Payload bytes per insert statement when a batch is written (a statement ends at
+/// whichever limit comes first), well below MariaDB's default 16 MiB `max_allowed_packet`.
+pub(crate) const INSERT_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
 /// What an enqueue did with one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,9 +69,52 @@ impl Enqueued {
     }
 }
 
-/// A database connection messages can be written through: the backends implement it for
-/// their connection type, so `&mut *tx` of an open `sqlx::Transaction` works.
+/// What `enqueue` takes: a mutable borrow of a connection messages can be written through
+/// (`&mut *tx` or `&mut tx` of an open `sqlx::Transaction`, or a pooled connection).
+///
+/// A `Pool` is deliberately not one: a message belongs in the transaction that writes the
+/// rows it describes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a connection the outbox can enqueue through",
+    label = "pass your open transaction here: `&mut *tx`",
+    note = "enqueue inside the transaction that writes your rows: \
+            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
+    note = "a pool cannot enqueue (the message would not be part of your transaction); \
+            to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
+    note = "the connection's database must be enabled as a cargo feature of `outbox` \
+            (`sqlite`, `postgres` or `mysql`)"
+)]
 pub trait EnqueueConnection: Send {
+    /// The connection the rows are written through.
+    type Connection: InsertMessages + ?Sized;
+
+    /// The connection, borrowed for one statement.
+    fn connection(&mut self) -> &mut Self::Connection;
+}
+
+impl<T: InsertMessages + ?Sized> EnqueueConnection for &mut T {
+    type Connection = T;
+
+    fn connection(&mut self) -> &mut T {
+        self
+    }
+}
+
+/// A connection type the backends can write message rows through: `SqliteConnection`,
+/// `PgConnection`, `MySqlConnection`, and a `sqlx::Transaction` or
+/// `sqlx::pool::PoolConnection` over one of them. Applications pass `&mut` of one of these
+/// to `enqueue` ([`EnqueueConnection`]); they do not call it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a connection the outbox can enqueue through",
+    label = "pass your open transaction here: `&mut *tx`",
+    note = "enqueue inside the transaction that writes your rows: \
+            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
+    note = "a pool cannot enqueue (the message would not be part of your transaction); \
+            to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
+    note = "the connection's database must be enabled as a cargo feature of `outbox` \
+            (`sqlite`, `postgres` or `mysql`)"
+)]
+pub trait InsertMessages: Send {
     /// Writes prepared rows, skipping those whose idempotency key is taken, and reports
     /// one [`Enqueued`] per row in input order.
     fn insert_messages<'a>(
@@ -70,15 +123,41 @@ pub trait EnqueueConnection: Send {
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>>;
 }
 
+impl<DB> InsertMessages for sqlx::Transaction<'_, DB>
+where
+    DB: sqlx::Database,
+    DB::Connection: InsertMessages,
+{
+    fn insert_messages<'a>(
+        &'a mut self,
+        rows: &'a [NewMessage],
+    ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
+        (**self).insert_messages(rows)
+    }
+}
+
+impl<DB> InsertMessages for sqlx::pool::PoolConnection<DB>
+where
+    DB: sqlx::Database,
+    DB::Connection: InsertMessages,
+{
+    fn insert_messages<'a>(
+        &'a mut self,
+        rows: &'a [NewMessage],
+    ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
+        (**self).insert_messages(rows)
+    }
+}
+
 /// `enqueue` and `enqueue_with` for every [`OutboxMessage`].
 pub trait Enqueue: OutboxMessage {
     /// Writes this message in the caller's transaction with the type's defaults.
     fn enqueue<'a, C>(
         &'a self,
-        conn: &'a mut C,
+        conn: C,
     ) -> impl Future<Output = Result<Enqueued, EnqueueError>> + Send + 'a
     where
-        C: EnqueueConnection + ?Sized,
+        C: EnqueueConnection + 'a,
     {
         self.enqueue_with(conn, EnqueueOptions::new())
     }
@@ -86,11 +165,11 @@ pub trait Enqueue: OutboxMessage {
     /// Writes this message in the caller's transaction with explicit options.
     fn enqueue_with<'a, C>(
         &'a self,
-        conn: &'a mut C,
+        conn: C,
         options: EnqueueOptions,
     ) -> impl Future<Output = Result<Enqueued, EnqueueError>> + Send + 'a
     where
-        C: EnqueueConnection + ?Sized,
+        C: EnqueueConnection + 'a,
     {
         async move {
             let mut done = enqueue_many_with(conn, std::iter::once(self), options).await?;
@@ -103,13 +182,10 @@ impl<M: OutboxMessage> Enqueue for M {}
 
 /// Writes many messages of one type in the caller's transaction (fan-out), with the
 /// type's defaults. Results come back in input order.
-pub async fn enqueue_many<'m, M, C, I>(
-    conn: &mut C,
-    messages: I,
-) -> Result<Vec<Enqueued>, EnqueueError>
+pub async fn enqueue_many<'m, M, C, I>(conn: C, messages: I) -> Result<Vec<Enqueued>, EnqueueError>
 where
     M: OutboxMessage,
-    C: EnqueueConnection + ?Sized,
+    C: EnqueueConnection,
     I: IntoIterator<Item = &'m M>,
 {
     enqueue_many_with(conn, messages, EnqueueOptions::new()).await
@@ -119,13 +195,13 @@ where
 ///
 /// All messages are checked and serialized before the first row is written.
 pub async fn enqueue_many_with<'m, M, C, I>(
-    conn: &mut C,
+    mut conn: C,
     messages: I,
     options: EnqueueOptions,
 ) -> Result<Vec<Enqueued>, EnqueueError>
 where
     M: OutboxMessage,
-    C: EnqueueConnection + ?Sized,
+    C: EnqueueConnection,
     I: IntoIterator<Item = &'m M>,
 {
     let now = std::time::SystemTime::now();
@@ -134,15 +210,75 @@ where
         .map(|m| NewMessage::prepare(m, &options, now))
         .collect::<Result<Vec<_>, _>>()?;
     let mut results = Vec::with_capacity(rows.len());
-    for chunk in rows.chunks(INSERT_CHUNK) {
+    for chunk in chunks(&rows) {
         let done = conn
+            .connection()
             .insert_messages(chunk)
             .await
-            .map_err(|source| EnqueueError::Database {
-                type_tag: M::TYPE,
-                source,
-            })?;
+            .map_err(|source| EnqueueError::from_database(M::TYPE, source))?;
+        let new = done.iter().filter(|r| !r.is_duplicate()).count();
+        metrics::counter!(crate::counters::names::ENQUEUED, "type" => M::TYPE)
+            .increment(new as u64);
         results.extend(done);
     }
     Ok(results)
+}
+
+/// Splits `rows` into insert statements of at most [`INSERT_CHUNK`] rows and, unless one
+/// row alone is larger, [`INSERT_CHUNK_BYTES`] payload bytes.
+fn chunks(rows: &[NewMessage]) -> impl Iterator<Item = &[NewMessage]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut bytes = 0;
+        let mut end = 0;
+        while end < rest.len().min(INSERT_CHUNK) {
+            bytes += rest[end].payload.len();
+            if end > 0 && bytes > INSERT_CHUNK_BYTES {
+                break;
+            }
+            end += 1;
+        }
+        let (chunk, tail) = rest.split_at(end);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(sizes: &[usize]) -> Vec<NewMessage> {
+        let now = std::time::SystemTime::now();
+        sizes
+            .iter()
+            .map(|&n| NewMessage {
+                id: MessageId::generate(),
+                queue: "t",
+                payload: vec![b'x'; n],
+                due_at: now,
+                enqueued_at: now,
+                priority: 0,
+                max_attempts: 1,
+                idempotency_key: None,
+            })
+            .collect()
+    }
+
+    fn lens(sizes: &[usize]) -> Vec<usize> {
+        chunks(&rows(sizes)).map(<[NewMessage]>::len).collect()
+    }
+
+    #[test]
+    fn statements_end_at_the_row_or_byte_limit() {
+        assert_eq!(lens(&[]), Vec::<usize>::new());
+        assert_eq!(lens(&[10; 2500]), vec![1000, 1000, 500]);
+        let mb = 1024 * 1024;
+        assert_eq!(lens(&[mb; 9]), vec![4, 4, 1]);
+        // A row larger than the byte budget still goes, alone.
+        assert_eq!(lens(&[10, 5 * mb, 10]), vec![1, 1, 1]);
+    }
 }

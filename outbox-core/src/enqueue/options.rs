@@ -1,4 +1,5 @@
-//! Per-call options for enqueue: delay, priority, attempts and the idempotency key.
+//! Per-call options for enqueue: delay, priority, attempts, payload limit and the
+//! idempotency key.
 
 use std::time::{Duration, SystemTime};
 
@@ -16,6 +17,7 @@ pub struct EnqueueOptions {
     pub(crate) when: Option<When>,
     pub(crate) priority: Option<u16>,
     pub(crate) max_attempts: Option<u32>,
+    pub(crate) max_payload: Option<usize>,
     pub(crate) key: KeyChoice,
 }
 
@@ -65,6 +67,14 @@ impl EnqueueOptions {
     /// How many attempts this message gets (1 to 1000).
     pub fn max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = Some(max_attempts);
+        self
+    }
+
+    /// The largest serialized payload accepted for this message, in bytes, instead of the
+    /// type's [`max_payload`](crate::MessageDefaults::max_payload) (for a type you cannot
+    /// annotate, such as the email message).
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = Some(bytes);
         self
     }
 

@@ -86,6 +86,14 @@ impl NewMessage {
             type_tag: M::TYPE,
             source,
         })?;
+        let limit = options.max_payload.unwrap_or(M::DEFAULTS.max_payload);
+        if payload.len() > limit {
+            return Err(EnqueueError::PayloadTooLarge {
+                type_tag: M::TYPE,
+                size: payload.len(),
+                limit,
+            });
+        }
         Ok(Self {
             id: MessageId::generate(),
             queue: M::TYPE,

@@ -9,10 +9,10 @@ use sqlx::MySqlConnection;
 
 use crate::{
     backend::enqueue_batch::{bind_message, encode_rows, resolve},
-    enqueue::{EnqueueConnection, Enqueued, NewMessage},
+    enqueue::{Enqueued, InsertMessages, NewMessage},
 };
 
-impl EnqueueConnection for MySqlConnection {
+impl InsertMessages for MySqlConnection {
     fn insert_messages<'a>(
         &'a mut self,
         rows: &'a [NewMessage],

@@ -1,7 +1,7 @@
 //! Transactional enqueue on PostgreSQL: one statement per chunk (`jsonb_to_recordset`,
 //! `ON CONFLICT DO NOTHING RETURNING`): a duplicate key never raises 23505, so the
-//! caller's transaction stays usable. The table's insert trigger NOTIFYs the written
-//! types; PostgreSQL delivers it at commit, so nothing more is needed here.
+//! caller's transaction stays usable. The statements NOTIFY the written types themselves
+//! (`pg_notify` on their `RETURNING` rows); PostgreSQL delivers it at commit.
 
 crate::backend::enqueue_batch::returning_enqueue!(
     sqlx::PgConnection,
