@@ -69,6 +69,11 @@ impl<B: Backend> Admin<B> {
         self.backend.bucket(name).await
     }
 
+    /// Every rate bucket on the database with its settings and tokens, by name.
+    pub async fn rate_limits(&self) -> Result<Vec<(String, BucketState)>, Error> {
+        self.backend.buckets().await
+    }
+
     /// Message counts per type and status, in one query; cheap enough to poll every second.
     pub async fn status_counts(&self) -> Result<Vec<TypeCounts>, Error> {
         self.backend.status_counts(self.clock.now()).await

@@ -1,0 +1,241 @@
+//! The command line's grammar (clap derive): the embedded [`Command`], the standalone
+//! binary's [`Standalone`], and the admin commands both share.
+
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+
+/// The outbox's commands inside an application's own binary: add it as a subcommand, so
+/// `myapp outbox work` runs the application's handlers and `myapp outbox status` shows
+/// its queue.
+///
+/// ```no_run
+/// use clap::{Parser, Subcommand};
+/// use outbox::prelude::*;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(subcommand)]
+///     command: AppCommand,
+/// }
+///
+/// #[derive(Subcommand)]
+/// enum AppCommand {
+///     /// Serve the web application.
+///     Serve,
+///     /// Operate the outbox: workers, status, dead letters, pause, rate limits.
+///     Outbox(outbox::cli::Command),
+/// }
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let pool = outbox::sqlite::connect("sqlite://app.db").await?;
+/// let outbox = Outbox::new(SqliteBackend::new(pool)); // .register::<WelcomeMail, _>(…)
+/// match Cli::parse().command {
+///     AppCommand::Serve => { /* … */ }
+///     AppCommand::Outbox(command) => std::process::exit(command.run(&outbox).await.code()),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Args)]
+#[command(
+    about = "Operate the outbox: workers, status, dead letters, pause, rate limits",
+    after_help = EXIT_CODES
+)]
+pub struct Command {
+    /// Print JSON instead of tables (for scripts).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+/// An embedded command: the workers of the application's handlers, or an admin command.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Action {
+    /// Run the workers of every registered type until SIGINT or SIGTERM (the daemon).
+    Work,
+    /// Deliver every message that is due now, then exit (the cron entry point); the exit
+    /// code is 3 if an attempt failed or a message was given up.
+    Drain,
+    /// An admin command on the application's database.
+    #[command(flatten)]
+    Admin(AdminCommand),
+}
+
+/// The standalone `outbox` binary: the admin commands on the database at a URL, without
+/// any handler code.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "outbox",
+    version,
+    about = "Operate a transactional outbox: status, dead letters, pause, rate limits",
+    after_help = STANDALONE_NOTES
+)]
+pub struct Standalone {
+    /// The database: sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        global = true,
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub database_url: Option<String>,
+    /// Print JSON instead of tables (for scripts).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// What the standalone binary's `--help` adds: where the URL comes from, why there is no
+/// `work`, and the exit codes.
+const STANDALONE_NOTES: &str = "The URL's scheme chooses the backend: sqlite://app.db, \
+    postgres://user@host/db, mysql://user@host/db. Running the workers needs the \
+    application's handlers: use `outbox work` / `outbox drain` of the application's own \
+    binary (outbox::cli::Command).\n\n\
+    Exit codes: 0 done; 1 failed (the message says why and what to do); 2 invalid arguments.";
+
+/// The exit codes, shown under every `--help`.
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed (the message says why and what to do); \
+                          2 invalid arguments; 3 `drain` finished but some attempts failed.";
+
+/// The admin commands: the same in the application's binary and in the standalone one.
+#[derive(Debug, Clone, Subcommand)]
+pub enum AdminCommand {
+    /// Create or upgrade the outbox's tables (safe to run at every deploy).
+    Migrate,
+    /// Messages per type: pending, scheduled, running, retrying, dead, oldest due age.
+    Status(StatusArgs),
+    /// List, show, requeue and purge dead letters (messages given up for good).
+    #[command(subcommand)]
+    Dead(DeadCommand),
+    /// Stop starting messages of a type in every process (they stay queued).
+    Pause(PauseArgs),
+    /// Let messages of a paused type start again.
+    Resume(ResumeArgs),
+    /// List the rate buckets, show one, or set its rate.
+    RateLimit(RateLimitArgs),
+}
+
+/// `status`.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// Refresh until interrupted (with --json: one JSON document per line).
+    #[arg(long)]
+    pub watch: bool,
+    /// How often --watch refreshes (e.g. 500ms, 2s, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub interval: Duration,
+}
+
+/// `dead …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum DeadCommand {
+    /// The newest dead letters, with their last error.
+    List(DeadListArgs),
+    /// One dead letter: its payload (pretty-printed), last error and attempts.
+    Show(DeadShowArgs),
+    /// Move dead letters back to the queue, due now with their attempts reset.
+    Requeue(DeadRequeueArgs),
+    /// Delete dead letters for good.
+    Purge(DeadPurgeArgs),
+}
+
+/// `dead list`.
+#[derive(Debug, Clone, Args)]
+pub struct DeadListArgs {
+    /// Only dead letters of this type.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub type_tag: Option<String>,
+    /// At most this many (newest first).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+}
+
+/// `dead show`.
+#[derive(Debug, Clone, Args)]
+pub struct DeadShowArgs {
+    /// The message id (`dead list` shows them).
+    pub id: String,
+}
+
+/// `dead requeue`.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["id", "type_tag", "all"])))]
+pub struct DeadRequeueArgs {
+    /// The message id of one dead letter.
+    pub id: Option<String>,
+    /// Every dead letter of this type (asks for confirmation).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub type_tag: Option<String>,
+    /// Every dead letter (asks for confirmation).
+    #[arg(long)]
+    pub all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `dead purge`.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["id", "older_than"])))]
+pub struct DeadPurgeArgs {
+    /// The message id of one dead letter.
+    pub id: Option<String>,
+    /// Every dead letter given up longer ago than this, e.g. 30d, 12h (asks for
+    /// confirmation).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `pause`.
+#[derive(Debug, Clone, Args)]
+pub struct PauseArgs {
+    /// The message type tag.
+    #[arg(value_name = "TYPE")]
+    pub type_tag: String,
+    /// Why (shown by `status`).
+    #[arg(long, default_value = "paused from the command line")]
+    pub reason: String,
+}
+
+/// `resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// The message type tag.
+    #[arg(value_name = "TYPE")]
+    pub type_tag: String,
+}
+
+/// `rate-limit`: no name lists the buckets, a name shows one, a rate sets it.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("rate").args(["per_second", "per_minute", "per_hour"])))]
+pub struct RateLimitArgs {
+    /// The bucket's name.
+    pub name: Option<String>,
+    /// Set the rate to N messages per second.
+    #[arg(long, value_name = "N", requires = "name")]
+    pub per_second: Option<f64>,
+    /// Set the rate to N messages per minute.
+    #[arg(long, value_name = "N", requires = "name")]
+    pub per_minute: Option<f64>,
+    /// Set the rate to N messages per hour.
+    #[arg(long, value_name = "N", requires = "name")]
+    pub per_hour: Option<f64>,
+    /// Set the burst: messages that may start at once after a quiet spell (default: the
+    /// bucket's current burst, or 1 for a new bucket).
+    #[arg(long, value_name = "B", requires = "name", value_parser = clap::value_parser!(u32).range(1..))]
+    pub burst: Option<u32>,
+}
+
+/// A duration such as `30d`, `12h`, `500ms`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; write a duration such as 30d, 12h, 15m, 2s or 500ms"))
+}

@@ -1,0 +1,238 @@
+//! The operator's command line (feature `cli`), in two shapes over one implementation:
+//!
+//! * [`Command`], a clap subcommand an application adds to its own binary: `myapp outbox
+//!   work` runs the application's handlers until SIGTERM, `myapp outbox drain` delivers
+//!   what is due and exits (cron), and the admin commands work on the application's
+//!   database;
+//! * the standalone `outbox` binary ([`Standalone`]): the admin commands on the database
+//!   at `--database-url` / `DATABASE_URL`, without any handler code.
+//!
+//! The admin commands ([`AdminCommand`]) are `migrate`, `status [--watch]`, `dead
+//! list|show|requeue|purge`, `pause`, `resume` and `rate-limit`. Output is a plain table,
+//! or JSON with `--json`; errors go to stderr and say what to do; bulk requeues and purges
+//! ask for confirmation unless `--yes` (and refuse when standard input is not a terminal).
+
+mod args;
+mod exec;
+mod failure;
+mod render;
+
+use std::process::ExitCode;
+
+pub use args::{
+    Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
+    DeadShowArgs, PauseArgs, RateLimitArgs, ResumeArgs, Standalone, StatusArgs,
+};
+/// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
+pub use clap;
+
+use exec::Ctx;
+use failure::{Failure, Hints};
+use serde_json::json;
+
+use crate::{backend::Backend, Admin, Outbox};
+
+/// How a command ended; the process's exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done (exit code 0).
+    Done,
+    /// The command failed; the reason was printed on stderr (exit code 1).
+    Failed,
+    /// `drain` ran, but some attempts failed or messages were given up (exit code 3).
+    SomeAttemptsFailed,
+}
+
+impl Outcome {
+    /// The exit code: 0, 1 or 3 (clap exits with 2 on invalid arguments).
+    pub fn code(self) -> i32 {
+        match self {
+            Outcome::Done => 0,
+            Outcome::Failed => 1,
+            Outcome::SomeAttemptsFailed => 3,
+        }
+    }
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(o: Outcome) -> Self {
+        ExitCode::from(o.code() as u8)
+    }
+}
+
+impl Command {
+    /// Runs the command on `outbox`: `work` and `drain` with its registered handlers, the
+    /// admin commands on its backend. Prints the result on stdout and any error on stderr.
+    pub async fn run<B: Backend, S: Send + Sync + 'static>(self, outbox: &Outbox<B, S>) -> Outcome {
+        let hints = Hints::Embedded;
+        let result = match &self.action {
+            Action::Work => outbox
+                .run()
+                .await
+                .map(|()| Outcome::Done)
+                .map_err(Failure::from),
+            Action::Drain => drain(outbox, self.json).await,
+            Action::Admin(command) => Ctx {
+                backend: outbox.backend().clone(),
+                admin: outbox.admin(),
+                json: self.json,
+                hints,
+            }
+            .run(command)
+            .await
+            .map(|()| Outcome::Done),
+        };
+        finish(result, None, hints)
+    }
+}
+
+impl Standalone {
+    /// Connects to the database at the URL and runs the admin command. Prints the result
+    /// on stdout and any error on stderr.
+    pub async fn run(self) -> Outcome {
+        let hints = Hints::Standalone;
+        let result = self.run_inner(hints).await;
+        finish(result, self.database_url.as_deref(), hints)
+    }
+
+    async fn run_inner(&self, hints: Hints) -> Result<Outcome, Failure> {
+        let Some(url) = self.database_url.as_deref() else {
+            return Err(Failure::Message(
+                "no database given: pass --database-url URL or set DATABASE_URL \
+                 (sqlite://app.db, postgres://user@host/db, mysql://user@host/db)"
+                    .into(),
+            ));
+        };
+        let scheme = url.split_once(':').map_or("", |(s, _)| s);
+        match scheme {
+            "sqlite" => {
+                #[cfg(feature = "sqlite")]
+                {
+                    // Only `migrate` creates a missing file: a mistyped path is an error.
+                    let migrate = matches!(self.command, AdminCommand::Migrate);
+                    let options = crate::sqlite::connect_options(url)?.create_if_missing(migrate);
+                    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                        .max_connections(2)
+                        .connect_with(options)
+                        .await?;
+                    self.admin(crate::SqliteBackend::new(pool), hints).await
+                }
+                #[cfg(not(feature = "sqlite"))]
+                Err(not_built("sqlite"))
+            }
+            "postgres" | "postgresql" => {
+                #[cfg(feature = "postgres")]
+                {
+                    probe::<sqlx::PgConnection>(url).await?;
+                    let pool = crate::postgres::connect(url).await?;
+                    self.admin(crate::PostgresBackend::new(pool), hints).await
+                }
+                #[cfg(not(feature = "postgres"))]
+                Err(not_built("postgres"))
+            }
+            "mysql" | "mariadb" => {
+                #[cfg(feature = "mysql")]
+                {
+                    let url = url.replacen("mariadb:", "mysql:", 1);
+                    probe::<sqlx::MySqlConnection>(&url).await?;
+                    let pool = crate::mysql::connect(&url).await?;
+                    self.admin(crate::MySqlBackend::new(pool), hints).await
+                }
+                #[cfg(not(feature = "mysql"))]
+                Err(not_built("mysql"))
+            }
+            _ => Err(Failure::Message(format!(
+                "the database URL `{}` names no database this binary knows: write \
+                 sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB",
+                failure::redact(url)
+            ))),
+        }
+    }
+
+    async fn admin<B: Backend>(&self, backend: B, hints: Hints) -> Result<Outcome, Failure> {
+        Ctx {
+            admin: Admin::new(backend.clone()),
+            backend,
+            json: self.json,
+            hints,
+        }
+        .run(&self.command)
+        .await
+        .map(|()| Outcome::Done)
+    }
+}
+
+/// Opens and closes one connection: a server that is down or refuses the login fails here
+/// at once with its own reason (a pool would retry until its timeout and lose the reason).
+#[allow(dead_code)] // unused with SQLite alone
+async fn probe<C: sqlx::Connection>(url: &str) -> Result<(), Failure> {
+    C::connect(url).await?.close().await?;
+    Ok(())
+}
+
+/// The error for a URL whose backend this binary was built without.
+#[allow(dead_code)] // unused when every backend is built in
+fn not_built(feature: &str) -> Failure {
+    Failure::Message(format!(
+        "this outbox binary was built without {feature} support: reinstall it with \
+         `--features cli,{feature}`"
+    ))
+}
+
+/// `drain`: delivers what is due, reports, and says in the outcome whether anything failed.
+async fn drain<B: Backend, S: Send + Sync + 'static>(
+    outbox: &Outbox<B, S>,
+    json: bool,
+) -> Result<Outcome, Failure> {
+    let report = outbox.drain().await?;
+    let c = &report.counts;
+    if json {
+        let unregistered: Vec<_> = report
+            .unregistered
+            .iter()
+            .map(|u| json!({ "type": u.type_tag, "pending": u.pending }))
+            .collect();
+        render::print_json(&json!({
+            "delivered": c.delivered,
+            "failed_attempts": c.failed_attempts,
+            "given_up": c.given_up,
+            "orphaned": c.orphaned,
+            "deferred": c.deferred,
+            "elapsed_secs": report.elapsed.as_secs_f64(),
+            "unregistered": unregistered,
+        }));
+    } else {
+        println!(
+            "drained in {:.1}s: {} delivered, {} failed attempts (retried later), {} given up, \
+             {} orphaned, {} deferred",
+            report.elapsed.as_secs_f64(),
+            c.delivered,
+            c.failed_attempts,
+            c.given_up,
+            c.orphaned,
+            c.deferred
+        );
+    }
+    for u in &report.unregistered {
+        eprintln!(
+            "warning: {} pending message(s) of type `{}`, which no handler here is registered for",
+            u.pending, u.type_tag
+        );
+    }
+    Ok(if c.failed_attempts > 0 || c.given_up > 0 {
+        Outcome::SomeAttemptsFailed
+    } else {
+        Outcome::Done
+    })
+}
+
+/// Prints a failure on stderr and turns the result into the outcome.
+fn finish(result: Result<Outcome, Failure>, url: Option<&str>, hints: Hints) -> Outcome {
+    match result {
+        Ok(outcome) => outcome,
+        Err(failure) => {
+            eprintln!("error: {}", failure.explain(url, hints));
+            Outcome::Failed
+        }
+    }
+}

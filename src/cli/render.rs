@@ -1,0 +1,123 @@
+//! How results look: plain tables for people, JSON for scripts.
+
+use std::time::{Duration, SystemTime};
+
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use serde_json::Value;
+
+/// A borderless table with `header`; numeric columns (by index) align right.
+pub(crate) fn table(header: &[&str], numeric: &[usize]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().copied());
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_padding((0, 2));
+        if numeric.contains(&i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Prints a table on stdout without trailing blanks.
+pub(crate) fn print_table(t: &Table) {
+    for line in t.lines() {
+        println!("{}", line.trim_end());
+    }
+}
+
+/// A time as RFC 3339 UTC, to the second.
+pub(crate) fn time(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// How long ago `t` was, to the second ("0s" for the future).
+pub(crate) fn age(t: SystemTime, now: SystemTime) -> Duration {
+    now.duration_since(t)
+        .map(|d| Duration::from_secs(d.as_secs()))
+        .unwrap_or_default()
+}
+
+/// A duration to the second, as `1h 2m 3s`.
+pub(crate) fn duration(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// `s` cut to `max` characters on one line, with `…` when cut.
+pub(crate) fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// A stored payload as JSON, or as a string if it is not JSON.
+pub(crate) fn payload_value(payload: &[u8]) -> Value {
+    serde_json::from_slice(payload)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()))
+}
+
+/// A stored payload pretty-printed (JSON indented; other bytes as text).
+pub(crate) fn payload_pretty(payload: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(payload) {
+        Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string()),
+        Err(_) => String::from_utf8_lossy(payload).into_owned(),
+    }
+}
+
+/// A rate in messages per second as people write it: per second, minute or hour.
+pub(crate) fn rate(per_second: f64) -> String {
+    let fmt = |n: f64| {
+        let s = format!("{n:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    };
+    if per_second >= 1.0 {
+        format!("{}/s", fmt(per_second))
+    } else if per_second * 60.0 >= 1.0 {
+        format!("{}/min", fmt(per_second * 60.0))
+    } else {
+        format!("{}/h", fmt(per_second * 3600.0))
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_read_in_the_largest_whole_unit() {
+        assert_eq!(rate(20.0), "20/s");
+        assert_eq!(rate(0.5), "30/min");
+        assert_eq!(rate(60.0 / 3600.0), "1/min");
+        assert_eq!(rate(1.0 / 3600.0), "1/h");
+        assert_eq!(rate(100.0 / 3600.0), "1.667/min");
+    }
+
+    #[test]
+    fn one_line_cuts_and_flattens() {
+        assert_eq!(one_line("a\nb", 10), "a b");
+        assert_eq!(one_line("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn payloads_pretty_print_or_fall_back_to_text() {
+        assert_eq!(payload_pretty(br#"{"a":1}"#), "{\n  \"a\": 1\n}");
+        assert_eq!(payload_pretty(b"not json"), "not json");
+        assert_eq!(payload_value(b"x"), Value::String("x".into()));
+    }
+}

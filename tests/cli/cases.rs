@@ -1,0 +1,602 @@
+//! The `outbox` binary's cases, written once and run per backend.
+
+use std::{process::Stdio, time::Duration};
+
+use outbox::{prelude::*, DeadLetterFilter};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::harness::{self, Harness};
+
+/// A mail the seed rejects, so it lands in the dead letters.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.mail", max_attempts = 1)]
+pub struct Mail {
+    pub n: i64,
+    pub to: String,
+}
+
+/// A type without a handler: its messages stay queued (due or scheduled).
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.later")]
+pub struct Later {
+    pub n: i64,
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts exit code 0 and nothing on stderr.
+    #[track_caller]
+    pub fn succeeded(&self) -> &Self {
+        assert_eq!(self.code, 0, "expected success: {self:#?}");
+        assert!(self.stderr.is_empty(), "expected no stderr: {self:#?}");
+        self
+    }
+
+    /// Asserts exit code 1 with `text` in the error.
+    #[track_caller]
+    pub fn failed_with(&self, text: &str) -> &Self {
+        assert_eq!(self.code, 1, "expected failure: {self:#?}");
+        assert!(
+            self.stdout.is_empty(),
+            "a failure prints nothing on stdout: {self:#?}"
+        );
+        assert!(
+            self.stderr.starts_with("error: ") && self.stderr.contains(text),
+            "expected `{text}` in the error: {self:#?}"
+        );
+        self
+    }
+
+    /// Stdout as JSON.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
+    }
+}
+
+/// Runs `outbox --database-url URL ARGS…` with no standard input.
+pub fn outbox(url: &str, args: &[&str]) -> Run {
+    let mut all = vec!["--database-url", url];
+    all.extend_from_slice(args);
+    outbox_env(None, &all)
+}
+
+/// Runs `outbox ARGS…` with `DATABASE_URL` set to `url` (or unset) and no standard input.
+pub fn outbox_env(url: Option<&str>, args: &[&str]) -> Run {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_outbox"));
+    c.args(args)
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(url) = url {
+        c.env("DATABASE_URL", url);
+    }
+    let out = c.output().expect("run the outbox binary");
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// The PostgreSQL server the tests use.
+#[cfg(feature = "postgres")]
+pub fn postgres_admin_url() -> String {
+    harness::server_url("OUTBOX_TEST_POSTGRES_URL", outbox::postgres::DEFAULT_URL)
+}
+
+/// The MariaDB/MySQL server the tests use.
+#[cfg(feature = "mysql")]
+pub fn mysql_admin_url() -> String {
+    harness::server_url("OUTBOX_TEST_MYSQL_URL", outbox::mysql::DEFAULT_URL)
+}
+
+/// `url` with its user info replaced by `user_info`.
+#[cfg(feature = "mysql")]
+pub fn with_user_info(url: &str, user_info: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let end = rest.find('/').unwrap_or(rest.len());
+    let host_start = rest[..end].rfind('@').map_or(0, |i| i + 1);
+    format!("{scheme}://{user_info}@{}", &rest[host_start..])
+}
+
+/// Three rejected mails in the dead letters (max one attempt, a permanent error), one due
+/// and two scheduled `cli.later` messages; returns the dead letters' ids.
+async fn seed<H: Harness>(h: &H) -> Vec<String> {
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in 1..=3 {
+        Mail {
+            n,
+            to: format!("user{n}@example.com"),
+        }
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    }
+    Later { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    for n in 2..=3 {
+        Later { n }
+            .enqueue_with(
+                &mut *tx,
+                EnqueueOptions::new().after(Duration::from_secs(3600)),
+            )
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    reject_mail(h).await;
+    let dead = outbox::Admin::new(h.backend())
+        .dead_letters()
+        .list(&DeadLetterFilter::all(), 0, 100)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 3, "the seed's mails are dead letters");
+    dead.iter().map(|d| d.id.to_string()).collect()
+}
+
+/// Drains the mails with a handler that rejects them for good.
+async fn reject_mail<H: Harness>(h: &H) {
+    let report = Outbox::new(h.backend())
+        .register::<Mail, _>(|_: Mail, _: MessageContext| async {
+            Err::<(), _>(HandlerError::permanent("550 5.1.1 mailbox unknown"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert!(report.counts.given_up > 0, "{report:?}");
+}
+
+/// Dead letters on the database now.
+async fn dead_count<H: Harness>(h: &H) -> u64 {
+    outbox::Admin::new(h.backend())
+        .dead_letters()
+        .count(&DeadLetterFilter::all())
+        .await
+        .unwrap()
+}
+
+/// The status entry of `type_tag` in `status --json` output.
+#[track_caller]
+fn type_status(status: &Value, type_tag: &str) -> Value {
+    status["types"]
+        .as_array()
+        .expect("a types array")
+        .iter()
+        .find(|t| t["type"] == type_tag)
+        .unwrap_or_else(|| panic!("no `{type_tag}` in {status:#}"))
+        .clone()
+}
+
+pub async fn status_and_dead_letters<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let ids = seed(&h).await;
+    outbox(&url, &["migrate"])
+        .succeeded()
+        .stdout
+        .contains("up to date")
+        .then_some(())
+        .expect("migrate reports the tables are up to date");
+
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    let mail = type_status(&status, "cli.mail");
+    assert_eq!(
+        (mail["dead"].as_u64(), mail["pending"].as_u64()),
+        (Some(3), Some(0)),
+        "{status:#}"
+    );
+    let later = type_status(&status, "cli.later");
+    assert_eq!(later["pending"], 1, "{status:#}");
+    assert_eq!(later["scheduled"], 2, "{status:#}");
+    assert!(
+        later["oldest_due_age_secs"].is_u64(),
+        "one is due: {status:#}"
+    );
+    assert!(
+        mail["oldest_due_age_secs"].is_null(),
+        "none is due: {status:#}"
+    );
+
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    let header = human.lines().next().unwrap_or_default();
+    for column in [
+        "TYPE",
+        "PENDING",
+        "SCHEDULED",
+        "RUNNING",
+        "RETRYING",
+        "DEAD",
+        "OLDEST DUE",
+        "PAUSED",
+    ] {
+        assert!(header.contains(column), "{column} missing: {human}");
+    }
+    let later_row = human
+        .lines()
+        .find(|l| l.contains("cli.later"))
+        .expect("a cli.later row");
+    let cells: Vec<&str> = later_row.split_whitespace().collect();
+    assert_eq!(
+        &cells[..6],
+        ["cli.later", "1", "2", "0", "0", "0"],
+        "{human}"
+    );
+
+    let list = outbox(&url, &["dead", "list", "--json"]).succeeded().json();
+    assert_eq!(list["total"], 3, "{list:#}");
+    let letters = list["dead_letters"].as_array().unwrap();
+    assert_eq!(letters.len(), 3);
+    assert!(letters
+        .iter()
+        .all(|d| d["last_error"].as_str().unwrap().contains("550 5.1.1")
+            && d["type"] == "cli.mail"
+            && d["attempts"] == 1
+            && d["payload"]["to"]
+                .as_str()
+                .unwrap()
+                .ends_with("@example.com")));
+
+    let page = outbox(
+        &url,
+        &["dead", "list", "--type", "cli.mail", "--limit", "2"],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    assert!(page.contains("ID") && page.contains("LAST ERROR"), "{page}");
+    assert_eq!(
+        page.lines().filter(|l| l.contains("550 5.1.1")).count(),
+        2,
+        "{page}"
+    );
+    assert!(
+        page.contains("showing the newest 2 of 3; --limit shows more"),
+        "{page}"
+    );
+
+    let shown = outbox(&url, &["dead", "show", &ids[0]])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        shown.contains(&format!("id:          {}", ids[0])),
+        "{shown}"
+    );
+    assert!(shown.contains("type:        cli.mail"), "{shown}");
+    assert!(shown.contains("attempts:    1 of 1"), "{shown}");
+    assert!(shown.contains("last error:\n  "), "{shown}");
+    assert!(shown.contains("550 5.1.1 mailbox unknown"), "{shown}");
+    assert!(
+        shown.contains("payload:\n  {\n    \""),
+        "pretty-printed: {shown}"
+    );
+    assert!(shown.contains("@example.com\""), "{shown}");
+    let shown = outbox(&url, &["dead", "show", &ids[0], "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(shown["id"], ids[0].as_str());
+    assert!(shown["payload"]["n"].is_i64(), "{shown:#}");
+
+    let requeued = outbox(&url, &["dead", "requeue", &ids[0]])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(requeued.trim(), "requeued 1 dead letter(s)");
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    let mail = type_status(&status, "cli.mail");
+    assert_eq!(
+        (mail["dead"].as_u64(), mail["pending"].as_u64()),
+        (Some(2), Some(1)),
+        "{status:#}"
+    );
+    outbox(&url, &["dead", "show", &ids[0]]).failed_with("there is no dead letter with id");
+}
+
+pub async fn bulk_requeue_and_purge_need_confirmation<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let ids = seed(&h).await;
+
+    for args in [
+        &["dead", "requeue", "--type", "cli.mail"][..],
+        &["dead", "requeue", "--all"],
+    ] {
+        outbox(&url, args)
+            .failed_with("refusing to requeue 3 dead letter(s)")
+            .failed_with("standard input is not a terminal; pass --yes to confirm");
+    }
+    assert_eq!(dead_count(&h).await, 3, "nothing requeued without --yes");
+    let r = outbox(
+        &url,
+        &["dead", "requeue", "--type", "cli.mail", "--yes", "--json"],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(r, serde_json::json!({ "requeued": 3, "key_taken": 0 }));
+    assert_eq!(dead_count(&h).await, 0);
+
+    reject_mail(&h).await;
+    assert_eq!(dead_count(&h).await, 3, "dead again");
+    let purged = outbox(&url, &["dead", "purge", &ids[1]])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(purged.trim(), "purged 1 dead letter(s)");
+    outbox(&url, &["dead", "purge", &ids[1]]).failed_with("there is no dead letter with id");
+    let purged = outbox(&url, &["dead", "purge", "--older-than", "1h"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        purged.trim(),
+        "purged 0 dead letter(s)",
+        "none is an hour old; no question asked"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    outbox(&url, &["dead", "purge", "--older-than", "1ms"])
+        .failed_with("refusing to purge 2 dead letter(s) given up more than 0s ago")
+        .failed_with("pass --yes");
+    assert_eq!(dead_count(&h).await, 2, "nothing purged without --yes");
+    let r = outbox(
+        &url,
+        &["dead", "purge", "--older-than", "1ms", "-y", "--json"],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(r["purged"], 2);
+    assert_eq!(dead_count(&h).await, 0);
+    let r = outbox(&url, &["dead", "requeue", "--all"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        "requeued 0 dead letter(s)",
+        "nothing to confirm when nothing matches"
+    );
+}
+
+pub async fn pause_resume_and_rate_limits<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    seed(&h).await;
+    let admin = outbox::Admin::new(h.backend());
+
+    let r = outbox(&url, &["pause", "cli.later", "--reason", "new template"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(r.starts_with("paused `cli.later`"), "{r}");
+    let paused = admin.paused().await.unwrap();
+    assert_eq!(paused.len(), 1);
+    assert_eq!(
+        (paused[0].type_tag.as_str(), paused[0].reason.as_str()),
+        ("cli.later", "new template")
+    );
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    assert_eq!(
+        type_status(&status, "cli.later")["paused"]["reason"],
+        "new template"
+    );
+    assert!(type_status(&status, "cli.mail")["paused"].is_null());
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("cli.later ") && l.ends_with("yes: new template")),
+        "{human}"
+    );
+
+    // A type nobody has queued yet can be paused, with a note on stderr.
+    let r = outbox(&url, &["pause", "cli.never"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("note: no message of type `cli.never` is queued or dead"),
+        "{r:?}"
+    );
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    assert_eq!(
+        type_status(&status, "cli.never")["paused"]["reason"],
+        "paused from the command line"
+    );
+
+    outbox(&url, &["resume", "cli.later"]).succeeded();
+    outbox(&url, &["resume", "cli.later"])
+        .failed_with("`cli.later` is not paused; paused types: cli.never");
+    outbox(&url, &["resume", "cli.never", "--json"]).succeeded();
+    assert!(admin.paused().await.unwrap().is_empty());
+
+    let r = outbox(&url, &["rate-limit"]).succeeded().stdout.clone();
+    assert!(
+        r.starts_with("no rate buckets; create one with `outbox rate-limit NAME --per-hour N`"),
+        "{r}"
+    );
+    outbox(&url, &["rate-limit", "smtp"])
+        .failed_with("there is no rate bucket `smtp` (buckets: none)");
+    outbox(&url, &["rate-limit", "smtp", "--burst", "3"]).failed_with("create it with a rate");
+    let r = outbox(
+        &url,
+        &["rate-limit", "smtp", "--per-hour", "60", "--burst", "5"],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    let row: Vec<&str> = r
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row, ["smtp", "1/min", "60", "5", "5.00"], "{r}");
+    outbox(&url, &["rate-limit", "smtp", "--per-minute", "2"]).succeeded();
+    let state = admin.rate_limit("smtp").await.unwrap().expect("the bucket");
+    assert!(
+        (state.limit.per_second - 2.0 / 60.0).abs() < 1e-9,
+        "{state:?}"
+    );
+    assert_eq!(
+        state.limit.burst, 5.0,
+        "the burst is kept when only the rate changes"
+    );
+    admin
+        .set_rate_limit("api", outbox::RateLimit::per_second(10.0))
+        .await
+        .unwrap();
+    let list = outbox(&url, &["rate-limit", "--json"]).succeeded().json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["api", "smtp"]);
+    assert_eq!(list[1]["per_hour"], 120.0);
+    assert_eq!(list[1]["burst"], 5.0);
+    assert!(list[1]["tokens"].as_f64().unwrap() <= 5.0);
+    let shown = outbox(&url, &["rate-limit", "api"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(shown.contains("10/s") && shown.contains("36000"), "{shown}");
+    outbox(&url, &["rate-limit", "nope"])
+        .failed_with("there is no rate bucket `nope` (buckets: api, smtp)");
+    outbox(&url, &["rate-limit", "smtp", "--per-hour", "0"])
+        .failed_with("the rate must be positive");
+}
+
+pub async fn unknown_ids_and_types_are_errors<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    seed(&h).await;
+    let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    for args in [
+        ["dead", "show", id],
+        ["dead", "requeue", id],
+        ["dead", "purge", id],
+    ] {
+        outbox(&url, &args)
+            .failed_with(&format!("there is no dead letter with id `{id}`"))
+            .failed_with("`outbox dead list` shows the ids");
+    }
+    for args in [
+        &["dead", "list", "--type", "cli.nope"][..],
+        &["dead", "requeue", "--type", "cli.nope", "--yes"],
+    ] {
+        outbox(&url, args).failed_with(
+            "no message of type `cli.nope` is queued or dead; known types: cli.later, cli.mail",
+        );
+    }
+    outbox(&url, &["pause", "bad tag!"]).failed_with("`bad tag!` is not a type tag");
+    assert_eq!(dead_count(&h).await, 3, "nothing changed");
+}
+
+/// A database without the outbox's tables, dropped (or deleted) afterwards.
+struct EmptyDb {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+    #[allow(dead_code)] // unused with SQLite alone
+    drop: Option<(String, String)>,
+}
+
+impl Drop for EmptyDb {
+    fn drop(&mut self) {
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some((admin, statement)) = self.drop.take() {
+            harness::drop_database_later(admin, statement);
+        }
+    }
+}
+
+impl EmptyDb {
+    /// A new, empty database on `H`'s backend.
+    async fn new<H: Harness>() -> Self {
+        match H::NAME {
+            "sqlite" => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("empty.db").display());
+                #[cfg(feature = "sqlite")]
+                outbox::sqlite::connect(&url)
+                    .await
+                    .expect("create the file")
+                    .close()
+                    .await;
+                Self {
+                    url,
+                    _dir: Some(dir),
+                    drop: None,
+                }
+            }
+            #[cfg(feature = "postgres")]
+            "postgres" => {
+                use sqlx::{Connection, Executor};
+                let admin = postgres_admin_url();
+                let db = harness::fresh_name();
+                let mut c = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+                    panic!("PostgreSQL at {admin} is unreachable ({e}); start it or set OUTBOX_TEST_POSTGRES_URL")
+                });
+                c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "CREATE DATABASE {db}"
+                ))))
+                .await
+                .unwrap();
+                Self {
+                    url: harness::with_database(&admin, &db),
+                    _dir: None,
+                    drop: Some((admin, format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))),
+                }
+            }
+            #[cfg(feature = "mysql")]
+            "mysql" => {
+                use sqlx::{Connection, Executor};
+                let admin = mysql_admin_url();
+                let db = harness::fresh_name();
+                let mut c = sqlx::MySqlConnection::connect(&admin).await.unwrap_or_else(|e| {
+                    panic!("MariaDB/MySQL at {admin} is unreachable ({e}); start it or set OUTBOX_TEST_MYSQL_URL")
+                });
+                c.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "CREATE DATABASE {db}"
+                ))))
+                .await
+                .unwrap();
+                Self {
+                    url: harness::with_database(&admin, &db),
+                    _dir: None,
+                    drop: Some((admin, format!("DROP DATABASE IF EXISTS {db}"))),
+                }
+            }
+            other => panic!("no empty database for backend {other}"),
+        }
+    }
+}
+
+pub async fn an_unmigrated_database_says_to_migrate<H: Harness>() {
+    let db = EmptyDb::new::<H>().await;
+    for args in [
+        &["status"][..],
+        &["dead", "list"],
+        &["pause", "cli.mail"],
+        &["rate-limit"],
+    ] {
+        let r = outbox(&db.url, args);
+        r.failed_with("has no outbox tables")
+            .failed_with("run `outbox migrate` first");
+    }
+    let r = outbox(&db.url, &["migrate"]).succeeded().stdout.clone();
+    assert_eq!(
+        r.trim(),
+        format!("the outbox tables are up to date ({})", H::NAME)
+    );
+    let r = outbox(&db.url, &["status"]).succeeded().stdout.clone();
+    assert_eq!(r.trim(), "no messages, dead letters or paused types");
+}
