@@ -1,0 +1,258 @@
+//! The page shell (inline CSS, the live-refresh script), and small rendering helpers.
+
+use std::time::{Duration, SystemTime};
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use super::sampler::Series;
+
+/// What every page needs to link and post: the mount path and the CSRF token.
+#[derive(Clone)]
+pub(crate) struct Ctx {
+    /// The path the router is mounted at, without a trailing slash (`/outbox`, or empty).
+    pub(crate) base: String,
+    /// The CSRF token for this browser's cookie.
+    pub(crate) csrf: String,
+}
+
+impl Ctx {
+    /// A path under the mount point (`/dead` → `/outbox/dead`).
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The overview's URL.
+    pub(crate) fn home(&self) -> String {
+        if self.base.is_empty() {
+            "/".into()
+        } else {
+            self.base.clone()
+        }
+    }
+
+    /// A POST form with the CSRF token, the page to come back to, and `fields`.
+    pub(crate) fn form(&self, action: &str, back: &str, fields: Markup) -> Markup {
+        html! {
+            form method="post" action=(self.url(action)) class="inline" {
+                input type="hidden" name="csrf" value=(self.csrf);
+                input type="hidden" name="back" value=(back);
+                (fields)
+            }
+        }
+    }
+}
+
+const CSS: &str = r#"
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+header{background:#24292f;color:#fff;padding:10px 24px;display:flex;gap:24px;align-items:center}
+header a{color:#d0d7de;text-decoration:none}header a:hover,header a.on{color:#fff}
+header .brand{font-weight:600;color:#fff;margin-right:12px}
+main{max-width:1100px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0 16px}h2{font-size:16px;margin:24px 0 8px}
+section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px 16px;margin-bottom:16px}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{font-weight:600;color:#57606a;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+tr:last-child td{border-bottom:none}
+a{color:#0969da}
+.muted{color:#57606a}.small{font-size:12px}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.paused{background:#fff8c5;color:#7d4e00;border:1px solid #d4a72c}
+.dead{color:#cf222e;font-weight:600}
+.flash{padding:8px 12px;border-radius:6px;margin-bottom:12px;background:#dafbe1;border:1px solid #4ac26b}
+.flash.err{background:#ffebe9;border-color:#ff8182}
+form.inline{display:inline-flex;gap:6px;align-items:center;margin:0}
+input[type=text],input[type=number],select{font:inherit;padding:3px 6px;border:1px solid #d0d7de;border-radius:4px}
+input[type=number]{width:90px}
+button{font:inherit;padding:3px 10px;border:1px solid #d0d7de;border-radius:4px;background:#f6f8fa;cursor:pointer}
+button:hover{background:#eaeef2}
+button.danger{color:#cf222e}
+pre{background:#f6f8fa;border:1px solid #eaeef2;border-radius:4px;padding:8px;overflow:auto;white-space:pre-wrap;word-break:break-word;margin:4px 0}
+dl{display:grid;grid-template-columns:160px 1fr;gap:4px 12px;margin:0}dt{color:#57606a}dd{margin:0;word-break:break-all}
+iframe{width:100%;height:360px;border:1px solid #d0d7de;border-radius:4px;background:#fff}
+.chart rect{fill:#2da44e}.chart text{font-size:10px;fill:#57606a}.chart line{stroke:#d0d7de}
+.actions{display:flex;gap:8px;flex-wrap:wrap;margin-top:8px}
+.err1{max-width:380px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+section>h2:first-child{margin-top:0}
+td .actions{flex-wrap:nowrap;margin-top:0}
+#email th{text-transform:none;font-size:13px;letter-spacing:0}
+"#;
+
+/// Refreshes `#live` every 2 s from the same URL with `live=1`, unless a field in it has
+/// the focus; every action works without it.
+const JS: &str = r#"
+(function(){var l=document.getElementById('live');if(!l||!window.fetch)return;
+setInterval(function(){var a=document.activeElement;
+if(a&&a!==document.body&&l.contains(a)&&a.tagName!=='BUTTON')return;
+var u=new URL(location.href);u.searchParams.delete('msg');u.searchParams.delete('err');u.searchParams.set('live','1');
+fetch(u,{credentials:'same-origin'}).then(function(r){return r.ok?r.text():null})
+.then(function(h){if(h!==null){l.innerHTML=h;l.dataset.refreshed=String(Date.now());}}).catch(function(){});},2000);})();
+"#;
+
+/// Which navigation entry is current.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nav {
+    Overview,
+    Dead,
+    Groups,
+}
+
+/// A whole page: header, flash messages, the live part (refreshed by the script) and
+/// the rest.
+pub(crate) fn page(
+    ctx: &Ctx,
+    nav: Option<Nav>,
+    title: &str,
+    flash: &Flash,
+    live: Markup,
+    rest: Markup,
+) -> Markup {
+    let on = |n: Nav| if nav == Some(n) { "on" } else { "" };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · outbox admin" }
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                header {
+                    a.brand href=(ctx.home()) { "outbox admin" }
+                    a class=(on(Nav::Overview)) href=(ctx.home()) { "Overview" }
+                    a class=(on(Nav::Dead)) href=(ctx.url("/dead")) { "Dead letters" }
+                    a class=(on(Nav::Groups)) href=(ctx.url("/dead/groups")) { "Dead letters by error" }
+                }
+                main {
+                    h1 { (title) }
+                    @if let Some(m) = &flash.msg { div.flash role="status" { (m) } }
+                    @if let Some(e) = &flash.err { div.flash.err role="alert" { (e) } }
+                    div #live { (live) }
+                    (rest)
+                }
+                script { (PreEscaped(JS)) }
+            }
+        }
+    }
+}
+
+/// The message after an action, from the redirect's query.
+#[derive(Default, serde::Deserialize)]
+pub(crate) struct Flash {
+    pub(crate) msg: Option<String>,
+    pub(crate) err: Option<String>,
+}
+
+/// `3m 20s`, `2h 5m`, `4d 1h`.
+pub(crate) fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// How long ago `t` was.
+pub(crate) fn ago(t: SystemTime) -> String {
+    format!(
+        "{} ago",
+        duration(SystemTime::now().duration_since(t).unwrap_or_default())
+    )
+}
+
+/// A UTC timestamp, `2024-05-01 12:00:00 UTC`.
+pub(crate) fn timestamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A rate in the unit that reads best.
+pub(crate) fn rate(per_second: f64) -> String {
+    if per_second >= 1.0 {
+        format!("{} / s", trim(per_second))
+    } else if per_second * 60.0 >= 1.0 && (per_second * 60.0).fract() < 0.005
+        || per_second * 60.0 >= 10.0
+    {
+        format!("{} / min", trim(per_second * 60.0))
+    } else {
+        format!("{} / h", trim(per_second * 3600.0))
+    }
+}
+
+/// A number with at most two decimals and no trailing zeros.
+pub(crate) fn trim(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The last hour's deliveries as bars, one per minute.
+pub(crate) fn chart(series: &Series, what: &str) -> Markup {
+    let (w, h, left, bottom) = (600.0, 110.0, 36.0, 16.0);
+    let max = series.per_minute.iter().copied().max().unwrap_or(0);
+    let top = max.max(1) as f64;
+    let bar = (w - left) / 60.0;
+    let total: u64 = series.per_minute.iter().sum();
+    html! {
+        svg.chart width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) } role="img"
+            aria-label={ (what) ": " (total) " delivered in the last hour" } {
+            line x1=(left) y1=(h - bottom) x2=(w) y2=(h - bottom) {}
+            line x1=(left) y1="4" x2=(w) y2="4" stroke-dasharray="2 3" {}
+            text x="0" y="12" { (max) "/min" }
+            text x="0" y=(h - bottom) { "0" }
+            text x=(left) y=(h - 2.0) { "60 min ago" }
+            text x=(w - 24.0) y=(h - 2.0) { "now" }
+            @for (i, n) in series.per_minute.iter().enumerate() {
+                @if *n > 0 {
+                    @let bh = (*n as f64 / top) * (h - bottom - 6.0);
+                    rect x=(left + i as f64 * bar + 1.0) y=(h - bottom - bh) width=(bar - 2.0) height=(bh) {
+                        title { (n) " delivered, " (59 - i) " min ago" }
+                    }
+                }
+            }
+        }
+        p.muted.small {
+            (total) " delivered in the last "
+            (duration(series.covered))
+            " (sampled by this admin since it started; estimated from the status counts)"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_rates_read_well() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_714_564_800 + 3661);
+        assert_eq!(timestamp(t), "2024-05-01 13:01:01 UTC");
+        assert_eq!(rate(2.5), "2.5 / s");
+        assert_eq!(rate(0.5), "30 / min");
+        assert_eq!(rate(100.0 / 3600.0), "100 / h");
+        assert_eq!(duration(Duration::from_secs(3725)), "1h 2m");
+    }
+}

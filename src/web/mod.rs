@@ -1,0 +1,200 @@
+//! The web admin (feature `web`): an [axum](https://docs.rs/axum) [`Router`](axum::Router) the
+//! application mounts where it wants, serving server-rendered HTML pages over
+//! [`Admin`].
+//!
+//! ```no_run
+//! # async fn serve(admin: outbox::Admin<outbox::SqliteBackend>) -> std::io::Result<()> {
+//! use std::net::SocketAddr;
+//!
+//! let app = axum::Router::new().nest(
+//!     "/outbox",
+//!     outbox::web::WebAdmin::new(admin)
+//!         .basic_auth("admin", std::env::var("OUTBOX_ADMIN_PASSWORD").unwrap_or_default())
+//!         .into_router(),
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! // The peer address lets the admin tell loopback requests apart (see below).
+//! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await
+//! # }
+//! ```
+//!
+//! # Pages
+//!
+//! * overview (`/`): per type pending, scheduled, running, retrying and dead counts and
+//!   the age of the oldest due message; paused types with their reason; rate buckets with
+//!   their tokens, capacity and rate; deliveries over the last hour as a bar chart. Forms
+//!   pause a type and change a bucket's rate;
+//! * a type (`/types/{type}`): its counts, chart, pause / resume, its newest dead letters
+//!   and bulk requeue / purge;
+//! * dead letters (`/dead`): filtered by type, paged, with requeue / purge per row and
+//!   in bulk;
+//! * dead letters by error (`/dead/groups`): grouped by an error signature (for email the
+//!   SMTP reply code and the recipient domain, `550 5.1.1 @bad.example`; otherwise the
+//!   error's first line with numbers and ids replaced), with requeue / purge per group;
+//! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; an
+//!   `outbox.email` message (with feature `smtp`) also shows its headers, Message-ID, text
+//!   body and HTML body (in a sandboxed frame).
+//!
+//! Every page works without JavaScript; where it runs, the counts refresh every 2 seconds
+//! by fetching the page's live part (`?live=1`).
+//!
+//! # Throughput
+//!
+//! The status counts carry no history, so the router keeps its own: from its first
+//! request on, a task samples [`Admin::status_counts`] every 10 seconds
+//! ([`WebAdmin::sample_every`](crate::web::WebAdmin::sample_every)) and keeps an hour of samples in memory. A sample's
+//! deliveries are the growth of the `done` rows when the outbox keeps them
+//! ([`Retention::KeepFor`](crate::Retention)); otherwise the shrinking of the queue less
+//! the growth of the dead letters, which is a lower bound: messages enqueued in the same
+//! interval hide as many deliveries. The chart starts empty when the process starts, and
+//! each process serving the router has its own.
+//!
+//! # Security
+//!
+//! * **Authorization.** Set [`WebAdmin::basic_auth`](crate::web::WebAdmin::basic_auth) (HTTP basic authentication,
+//!   compared in constant time), or [`WebAdmin::authorize`](crate::web::WebAdmin::authorize), a check on each request's
+//!   head: a session cookie, or an extension that the application's own middleware put on
+//!   the request. Without either, the admin serves only requests from a loopback address
+//!   (`127.0.0.1`, `::1`), and in release builds only after
+//!   [`WebAdmin::allow_unauthenticated_loopback`](crate::web::WebAdmin::allow_unauthenticated_loopback); anything else gets 403 with a message
+//!   saying how to configure authorization. Telling loopback apart needs the peer address:
+//!   serve with `into_make_service_with_connect_info::<SocketAddr>()`.
+//! * **CSRF.** Every state change is a POST carrying a token in a hidden field: the HMAC
+//!   (SHA-256, with a random key made per router) of a random value in a `SameSite=Strict`,
+//!   `HttpOnly` cookie. A POST without a matching token gets 403.
+//! * Everything shown (payloads, errors, type tags, reasons) is HTML-escaped; an email's
+//!   HTML body is shown in an `<iframe sandbox>` with no scripts, forms or same-origin
+//!   access.
+
+mod auth;
+mod csrf;
+#[cfg(feature = "smtp")]
+mod email;
+mod layout;
+mod pages;
+mod sampler;
+mod signature;
+
+/// The axum version the router is built with.
+pub use axum;
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    http::request::Parts,
+    middleware,
+    routing::{get, post},
+    Router,
+};
+
+use crate::{backend::Backend, Admin};
+
+/// The web admin's settings; [`WebAdmin::into_router`] makes the [`Router`].
+pub struct WebAdmin<B> {
+    admin: Admin<B>,
+    auth: auth::AuthConfig,
+    sample_every: Duration,
+    message_id_domain: Option<String>,
+}
+
+/// The web admin with the defaults, for `app.nest("/outbox", outbox::web::router(admin))`:
+/// no authorization set, so it serves loopback requests only (in release builds none, see
+/// [`WebAdmin::allow_unauthenticated_loopback`]). Same as
+/// `WebAdmin::new(admin).into_router()`.
+pub fn router<B: Backend>(admin: Admin<B>) -> Router {
+    WebAdmin::new(admin).into_router()
+}
+
+impl<B: Backend> WebAdmin<B> {
+    /// The web admin over `admin`, with no authorization set yet.
+    pub fn new(admin: Admin<B>) -> Self {
+        Self {
+            admin,
+            auth: auth::AuthConfig::default(),
+            sample_every: Duration::from_secs(10),
+            message_id_domain: None,
+        }
+    }
+
+    /// Serves a request only when `check` returns true for its head (method, URI,
+    /// headers, extensions); otherwise answers 403. Use it for the application's own
+    /// login: check a session cookie here, or let the application's middleware (layered
+    /// around the nested router) put the user in the request's extensions and check that.
+    /// With [`WebAdmin::basic_auth`] too, a request must pass both.
+    pub fn authorize<F>(mut self, check: F) -> Self
+    where
+        F: Fn(&Parts) -> bool + Send + Sync + 'static,
+    {
+        self.auth.hook = Some(Arc::new(check));
+        self
+    }
+
+    /// Requires HTTP basic authentication with this user name and password (compared in
+    /// constant time); a request without them gets 401 and the browser's login prompt.
+    /// Basic authentication sends the password with every request: serve the admin over
+    /// HTTPS anywhere but on loopback.
+    pub fn basic_auth(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.auth.basic = Some(auth::Basic::new(&user.into(), &password.into()));
+        self
+    }
+
+    /// Without [`WebAdmin::authorize`] or [`WebAdmin::basic_auth`], serves requests from a
+    /// loopback address in release builds too (debug builds always do). Requests from any
+    /// other address are refused all the same.
+    pub fn allow_unauthenticated_loopback(mut self) -> Self {
+        self.auth.loopback_in_release = true;
+        self
+    }
+
+    /// How often the throughput sampler reads the status counts (default 10 s, at least
+    /// 100 ms); the chart covers the last hour whatever the interval.
+    pub fn sample_every(mut self, every: Duration) -> Self {
+        self.sample_every = every.max(Duration::from_millis(100));
+        self
+    }
+
+    /// The domain of the Message-IDs shown on an email's page: set it to the mailer's
+    /// `message_id_domain` if it has one (otherwise the sender's domain is shown, as the
+    /// mailer uses then).
+    pub fn message_id_domain(mut self, domain: impl Into<String>) -> Self {
+        self.message_id_domain = Some(domain.into());
+        self
+    }
+
+    /// The router: mount it with `app.nest("/outbox", router)` (or serve it alone), and
+    /// serve the app with `into_make_service_with_connect_info::<SocketAddr>()`.
+    ///
+    /// The throughput sampler starts with the first request, on the runtime serving it,
+    /// and stops when the router is dropped.
+    pub fn into_router(self) -> Router {
+        let state = Arc::new(pages::State {
+            admin: self.admin,
+            csrf: csrf::Csrf::new(),
+            samples: sampler::Sampler::new(self.sample_every),
+            message_id_domain: self.message_id_domain,
+        });
+        let auth = Arc::new(self.auth);
+        Router::new()
+            .route("/", get(pages::overview::<B>))
+            .route("/types/{type_tag}", get(pages::type_page::<B>))
+            .route("/pause", post(pages::pause::<B>))
+            .route("/types/{type_tag}/resume", post(pages::resume::<B>))
+            .route("/buckets/{name}", post(pages::set_rate::<B>))
+            .route("/dead", get(pages::dead_list::<B>))
+            .route("/dead/requeue", post(pages::dead_bulk_requeue::<B>))
+            .route("/dead/purge", post(pages::dead_bulk_purge::<B>))
+            .route("/dead/groups", get(pages::dead_groups::<B>))
+            .route("/dead/groups/requeue", post(pages::group_requeue::<B>))
+            .route("/dead/groups/purge", post(pages::group_purge::<B>))
+            .route("/dead/{id}", get(pages::dead_show::<B>))
+            .route("/dead/{id}/requeue", post(pages::dead_requeue::<B>))
+            .route("/dead/{id}/purge", post(pages::dead_purge::<B>))
+            .fallback(pages::not_found)
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&state),
+                pages::prepare::<B>,
+            ))
+            .layer(middleware::from_fn_with_state(auth, auth::guard))
+            .with_state(state)
+    }
+}

@@ -1,0 +1,824 @@
+//! The web admin in a real headless Chromium (Debian's `chromium` and `chromium-driver`),
+//! driven through chromedriver with fantoccini, plus raw HTTP requests for the CSRF and
+//! authorization refusals.
+//!
+//! A missing browser or driver fails these tests with the command that installs them.
+//! Set `OUTBOX_WRITE_SCREENSHOTS=1` to write the pages' screenshots to `docs/` (otherwise
+//! they go to a temporary directory and are only checked to be PNGs).
+
+mod common;
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use common::TestDb;
+use fantoccini::{Client, ClientBuilder, Locator};
+use outbox::{
+    prelude::*,
+    smtp::{Email, RefusedRecipient, SendError},
+    web::{axum, WebAdmin},
+    SqliteBackend, TypeCounts,
+};
+use serde::{Deserialize, Serialize};
+
+const INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver";
+
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.note", max_attempts = 3)]
+struct Note {
+    n: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.fail", max_attempts = 1)]
+struct Failing {
+    order: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.counted", max_attempts = 3)]
+struct Counted {
+    n: u32,
+}
+
+/// One browser at a time: the machines running these tests are small.
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// chromedriver on a free port, with a Chromium session; both end on drop.
+struct Browser {
+    client: Client,
+    driver: Child,
+}
+
+impl Browser {
+    async fn start() -> Self {
+        let chromium = find(&["chromium", "chromium-browser", "google-chrome"]).unwrap_or_else(|| {
+            panic!("no Chromium found on PATH: the web admin's browser tests need it; install it with `{INSTALL}`")
+        });
+        let driver_bin = find(&["chromedriver"]).unwrap_or_else(|| {
+            panic!("no chromedriver found on PATH: the web admin's browser tests need it; install it with `{INSTALL}`")
+        });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(&driver_bin)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; install it with `{INSTALL}`",
+                    driver_bin.display()
+                )
+            });
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"],
+            }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if Instant::now() > deadline => {
+                    panic!(
+                        "chromedriver at {url} gave no Chromium session: {e}; is `{INSTALL}` done?"
+                    )
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        };
+        Self { client, driver }
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element `{css}`: {e}"))
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Waits until the text of `css` is `want` (the page refreshing itself).
+    async fn wait_text(&self, css: &str, want: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let got = match self.client.find(Locator::Css(css)).await {
+                Ok(e) => e.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if got.trim() == want {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`{css}` shows {got:?}, not {want:?}, after {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Clicks a form's button and waits for the page the form leads to.
+    async fn click(&self, css: &str) {
+        let mark = "document.documentElement.dataset.before = 'click'";
+        self.client.execute(mark, vec![]).await.unwrap();
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element `{css}`: {e}"))
+            .click()
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let check = "return document.readyState === 'complete' \
+                     && document.documentElement.dataset.before === undefined";
+        while self.client.execute(check, vec![]).await.ok() != Some(serde_json::Value::Bool(true)) {
+            assert!(
+                Instant::now() < deadline,
+                "clicking `{css}` led to no new page"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn fill(&self, css: &str, value: &str) {
+        let e = self
+            .client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element `{css}`: {e}"));
+        e.clear().await.unwrap();
+        e.send_keys(value).await.unwrap();
+    }
+
+    /// A screenshot of the whole page, to `docs/NAME.png` when asked, else a temp dir.
+    async fn screenshot(&self, name: &str) {
+        let height: u64 = self
+            .client
+            .execute("return document.documentElement.scrollHeight", vec![])
+            .await
+            .unwrap()
+            .as_u64()
+            .unwrap_or(1000);
+        self.client
+            .set_window_size(1280, (height + 200).clamp(600, 3000) as u32)
+            .await
+            .unwrap();
+        let png = self.client.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
+        let dir = if std::env::var_os("OUTBOX_WRITE_SCREENSHOTS").is_some() {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs")
+        } else {
+            std::env::temp_dir().join("outbox-web-screenshots")
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+        self.client.set_window_size(1280, 1000).await.unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn find(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(n))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The admin mounted at `/outbox` on a free loopback port, served with peer addresses.
+async fn serve(web: WebAdmin<SqliteBackend>) -> String {
+    let app = axum::Router::new().nest(
+        "/outbox",
+        web.sample_every(Duration::from_millis(300)).into_router(),
+    );
+    serve_app(app, true).await
+}
+
+async fn serve_app(app: axum::Router, connect_info: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        if connect_info {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await
+            .unwrap();
+        } else {
+            axum::serve(listener, app).await.unwrap();
+        }
+    });
+    format!("http://{addr}/outbox")
+}
+
+async fn enqueue_notes(db: &TestDb, range: std::ops::Range<u32>) {
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in range {
+        Note { n }.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+async fn counts(db: &TestDb, type_tag: &str) -> TypeCounts {
+    Admin::new(db.backend())
+        .status_counts()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_tag == type_tag)
+        .unwrap_or_default()
+}
+
+/// Dead letters of `web.fail`, made by a handler that gives up at once.
+async fn make_dead_letters(db: &TestDb, n: u32) {
+    let mut tx = db.pool.begin().await.unwrap();
+    for order in 0..n {
+        Failing { order }.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    Outbox::new(db.backend())
+        .register::<Failing, _>(|m: Failing, _ctx: MessageContext<()>| async move {
+            Err::<(), _>(HandlerError::permanent(format!(
+                "order {} not found in shop 'north'",
+                m.order
+            )))
+        })
+        .drain()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overview_shows_counts_and_refreshes_after_an_enqueue() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    enqueue_notes(&db, 0..3).await;
+    let admin = Admin::new(db.backend());
+    admin
+        .set_rate_limit("smtp", RateLimit::per_hour(600.0).burst(20))
+        .await
+        .unwrap();
+    let url = serve(WebAdmin::new(admin)).await;
+    let b = Browser::start().await;
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(b.client.title().await.unwrap(), "Overview · outbox admin");
+    let pending = r#"#counts tr[data-type="web.note"] td[data-col="pending"]"#;
+    assert_eq!(b.text(pending).await, "3");
+    assert_eq!(
+        b.text(r#"tr[data-bucket="smtp"] td[data-col="capacity"]"#)
+            .await,
+        "20"
+    );
+    assert_eq!(
+        b.text(r#"tr[data-bucket="smtp"] td[data-col="rate"]"#)
+            .await,
+        "10 / min"
+    );
+
+    // Two more, committed elsewhere: the page shows them without a reload.
+    enqueue_notes(&db, 3..5).await;
+    b.wait_text(pending, "5", Duration::from_secs(10)).await;
+    let refreshed = b
+        .client
+        .execute(
+            "return document.getElementById('live').dataset.refreshed || ''",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_ne!(refreshed, "", "the count changed through the live refresh");
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_is_requeued_by_clicking() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    make_dead_letters(&db, 2).await;
+    assert_eq!(counts(&db, "web.fail").await.dead, 2);
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client
+        .goto(&format!("{url}/dead?type=web.fail"))
+        .await
+        .unwrap();
+    assert_eq!(b.text("#dead-total").await, "2 dead letters of web.fail");
+    let first = b
+        .client
+        .find(Locator::Css("#dead tbody tr"))
+        .await
+        .unwrap()
+        .attr("data-id")
+        .await
+        .unwrap()
+        .unwrap();
+    b.click(&format!(r#"tr[data-id="{first}"] button[type=submit]"#))
+        .await;
+    assert_eq!(b.text(".flash").await, format!("Requeued {first}."));
+    assert_eq!(b.text("#dead-total").await, "1 dead letter of web.fail");
+    let c = counts(&db, "web.fail").await;
+    assert_eq!((c.dead, c.pending), (1, 1));
+
+    // The detail page and the grouping by error; the group's requeue takes the rest.
+    b.client.goto(&format!("{url}/dead/groups")).await.unwrap();
+    assert_eq!(
+        b.text("#groups tbody tr strong").await,
+        "order # not found in shop \"…\""
+    );
+    b.click("#groups tbody tr form[action$='/dead/groups/requeue'] button")
+        .await;
+    assert!(b.text(".flash").await.starts_with("Requeued 1 "));
+    let c = counts(&db, "web.fail").await;
+    assert_eq!((c.dead, c.pending), (0, 2));
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pausing_a_type_stops_its_worker_until_resumed() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let delivered = Arc::new(AtomicU64::new(0));
+    let outbox = Outbox::with_state(db.backend(), Arc::clone(&delivered))
+        .register_with::<Counted, _>(
+            |_m: Counted, ctx: MessageContext<Arc<AtomicU64>>| async move {
+                ctx.state().fetch_add(1, Ordering::SeqCst);
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new().poll_interval(Duration::from_millis(200)),
+        );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(async move {
+        outbox
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let enqueue = |n: u32| {
+        let pool = db.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            Counted { n }.enqueue(&mut *conn).await.unwrap();
+        }
+    };
+    enqueue(0).await;
+    assert!(
+        common::eventually(Duration::from_secs(10), || async {
+            delivered.load(Ordering::SeqCst) == 1
+        })
+        .await,
+        "the worker delivers before the pause"
+    );
+
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client
+        .goto(&format!("{url}/types/web.counted"))
+        .await
+        .unwrap();
+    b.fill("input[name=reason]", "SMTP provider outage").await;
+    b.click("form[action$='/pause'] button").await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Paused web.counted: SMTP provider outage"
+    );
+    assert_eq!(
+        b.text(r#"#counts tr[data-type="web.counted"] td[data-col="state"]"#)
+            .await,
+        "paused SMTP provider outage"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await; // every process sees it within ~1 s
+    for n in 1..4 {
+        enqueue(n).await;
+    }
+    b.wait_text(
+        r#"#counts tr[data-type="web.counted"] td[data-col="pending"]"#,
+        "3",
+        Duration::from_secs(10),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        delivered.load(Ordering::SeqCst),
+        1,
+        "nothing delivered while paused"
+    );
+    assert_eq!(counts(&db, "web.counted").await.pending, 3);
+
+    b.click("form[action$='/resume'] button").await;
+    assert_eq!(b.text(".flash").await, "Resumed web.counted.");
+    assert!(
+        common::eventually(Duration::from_secs(15), || async {
+            delivered.load(Ordering::SeqCst) == 4
+        })
+        .await,
+        "the worker delivers after the resume"
+    );
+    b.wait_text(
+        r#"#counts tr[data-type="web.counted"] td[data-col="pending"]"#,
+        "0",
+        Duration::from_secs(10),
+    )
+    .await;
+    let _ = stop.send(());
+    worker.await.unwrap().unwrap();
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_rate_is_changed_from_the_overview() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    admin
+        .set_rate_limit("smtp", RateLimit::per_hour(60.0).burst(2))
+        .await
+        .unwrap();
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(
+        b.text(r#"tr[data-bucket="smtp"] td[data-col="rate"]"#)
+            .await,
+        "1 / min"
+    );
+    b.fill(
+        "#rates form[action$='/buckets/smtp'] input[name=per_hour]",
+        "7200",
+    )
+    .await;
+    b.fill(
+        "#rates form[action$='/buckets/smtp'] input[name=burst]",
+        "10",
+    )
+    .await;
+    b.click("#rates form[action$='/buckets/smtp'] button").await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Bucket smtp: 7200 per hour, capacity 10."
+    );
+    assert_eq!(
+        b.text(r#"tr[data-bucket="smtp"] td[data-col="rate"]"#)
+            .await,
+        "2 / s"
+    );
+    assert_eq!(
+        b.text(r#"tr[data-bucket="smtp"] td[data-col="capacity"]"#)
+            .await,
+        "10"
+    );
+    let state = admin.rate_limit("smtp").await.unwrap().unwrap();
+    assert_eq!((state.limit.per_second, state.limit.burst), (2.0, 10.0));
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_dead_letter_shows_the_email_escaped_and_sandboxed() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let html = "<h1>Welcome</h1><script>parent.document.title='pwned'</script>";
+    let email = Email::builder()
+        .from("Shop <shop@shop.example>")
+        .to("Bob <bob@bad.example>")
+        .subject("Your order <b>42</b>")
+        .text("Thanks for your order!")
+        .html(html)
+        .header("X-Campaign", "spring")
+        .build()
+        .unwrap();
+    let mut conn = db.pool.acquire().await.unwrap();
+    let id = email.enqueue(&mut *conn).await.unwrap().id().clone();
+    drop(conn);
+    Outbox::new(db.backend())
+        .register::<Email, _>(|_e: Email, _ctx: MessageContext<()>| async move {
+            Err::<(), _>(
+                SendError::RecipientsRefused(vec![RefusedRecipient {
+                    address: "bob@bad.example".into(),
+                    code: 550,
+                    reply: "5.1.1 <bob@bad.example>: user unknown".into(),
+                }])
+                .into_handler_error(),
+            )
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(counts(&db, "outbox.email").await.dead, 1);
+
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client.goto(&format!("{url}/dead/groups")).await.unwrap();
+    assert_eq!(
+        b.text("#groups tbody tr strong").await,
+        "550 5.1.1 @bad.example"
+    );
+    b.client
+        .goto(&format!("{url}/dead/{}", id.as_str()))
+        .await
+        .unwrap();
+    let source = b.client.source().await.unwrap();
+    assert!(
+        source.contains(&format!("&lt;{}@shop.example&gt;", id.as_str())),
+        "the Message-ID is shown"
+    );
+    assert!(!source.contains("<b>42</b>"), "the subject is escaped");
+    assert!(b.text("#email").await.contains("Your order <b>42</b>"));
+    let email_text = b.text("#email").await;
+    assert!(
+        email_text
+            .lines()
+            .any(|l| l.starts_with("X-Campaign") && l.ends_with("spring")),
+        "{email_text}"
+    );
+    assert_eq!(b.text("#text-body").await, "Thanks for your order!");
+    let frame = b
+        .client
+        .find(Locator::Css("iframe#html-body"))
+        .await
+        .unwrap();
+    assert_eq!(frame.attr("sandbox").await.unwrap().as_deref(), Some(""));
+    assert_eq!(frame.attr("srcdoc").await.unwrap().as_deref(), Some(html));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        b.client.title().await.unwrap().starts_with("Dead letter "),
+        "the email's script did not run"
+    );
+    assert!(b
+        .text("#last-error")
+        .await
+        .contains("bob@bad.example: 550 5.1.1"));
+    b.client.clone().close().await.unwrap();
+}
+
+/// The CSRF token in a page's forms.
+fn token_in(page: &str) -> String {
+    let at = page
+        .find(r#"name="csrf" value=""#)
+        .expect("a form with a CSRF token")
+        + 19;
+    page[at..at + page[at..].find('"').unwrap()].to_string()
+}
+
+#[tokio::test]
+async fn a_post_without_a_valid_csrf_token_is_refused() {
+    let db = TestDb::new().await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = http.get(&url).send().await.unwrap();
+    let cookie = page
+        .headers()
+        .get("set-cookie")
+        .expect("a CSRF cookie")
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(cookie.starts_with("outbox_admin_csrf="));
+    let token = token_in(&page.text().await.unwrap());
+    let post = |cookie: Option<&str>, body: String| {
+        let mut r = http
+            .post(format!("{url}/pause"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        if let Some(c) = cookie {
+            r = r.header("cookie", c.to_string());
+        }
+        r.send()
+    };
+    let form = |csrf: &str| format!("csrf={csrf}&back=%2F&type_tag=web.note&reason=test");
+    for (cookie, body, case) in [
+        (
+            Some(cookie.as_str()),
+            "back=%2F&type_tag=web.note&reason=test".to_string(),
+            "no token",
+        ),
+        (Some(cookie.as_str()), form("AAAA"), "a wrong token"),
+        (None, form(&token), "no cookie"),
+        (
+            Some("outbox_admin_csrf=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+            form(&token),
+            "another cookie",
+        ),
+    ] {
+        let r = post(cookie, body).await.unwrap();
+        assert_eq!(r.status(), 403, "{case}");
+        assert!(r.text().await.unwrap().contains("CSRF token"), "{case}");
+    }
+    assert!(Admin::new(db.backend()).paused().await.unwrap().is_empty());
+
+    let r = post(Some(&cookie), form(&token)).await.unwrap();
+    assert_eq!(r.status(), 303);
+    let paused = Admin::new(db.backend()).paused().await.unwrap();
+    assert_eq!(paused[0].type_tag, "web.note");
+}
+
+#[tokio::test]
+async fn requests_without_authorization_are_refused() {
+    let db = TestDb::new().await;
+    let http = reqwest::Client::new();
+    let admin = || Admin::new(db.backend());
+
+    // Basic authentication.
+    let url = serve(WebAdmin::new(admin()).basic_auth("ops", "s3cret")).await;
+    let r = http.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .starts_with("Basic"));
+    let r = http
+        .get(&url)
+        .basic_auth("ops", Some("wrong"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = http
+        .post(format!("{url}/pause"))
+        .basic_auth("ops", Some("wrong"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        401,
+        "a POST without authorization is refused before anything"
+    );
+    let r = http
+        .get(&url)
+        .basic_auth("ops", Some("s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // The application's check.
+    let url = serve(
+        WebAdmin::new(admin())
+            .authorize(|req| req.headers.get("x-role").is_some_and(|v| v == "admin")),
+    )
+    .await;
+    assert_eq!(http.get(&url).send().await.unwrap().status(), 403);
+    let r = http
+        .get(&url)
+        .header("x-role", "admin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // No authorization configured: loopback only, and only when the peer is known.
+    let url = serve(WebAdmin::new(admin())).await;
+    assert_eq!(
+        http.get(&url).send().await.unwrap().status(),
+        200,
+        "a loopback peer (debug build)"
+    );
+    let app = axum::Router::new().nest("/outbox", outbox::web::router(admin()));
+    let url = serve_app(app, false).await;
+    let r = http.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let why = r.text().await.unwrap();
+    assert!(
+        why.contains(".basic_auth(user, password)")
+            && why.contains("into_make_service_with_connect_info"),
+        "{why}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshots_of_each_page() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    admin
+        .set_rate_limit("smtp", RateLimit::per_hour(600.0).burst(20))
+        .await
+        .unwrap();
+    admin
+        .set_rate_limit("webhooks", RateLimit::per_second(5.0).burst(10))
+        .await
+        .unwrap();
+    make_dead_letters(&db, 3).await;
+    let mut conn = db.pool.acquire().await.unwrap();
+    let mut email_id = None;
+    for (to, n) in [("bob@bad.example", 3), ("eve@gone.example", 1)] {
+        for i in 0..n {
+            let email = Email::builder()
+                .from("Shop <shop@shop.example>")
+                .to(to)
+                .subject(format!("Your order {}", 40 + i))
+                .text("Thanks for your order!\n\nWe will ship it tomorrow.")
+                .html("<h2 style='font-family:sans-serif'>Thanks for your order!</h2><p>We will ship it <b>tomorrow</b>.</p>")
+                .header("X-Campaign", "orders")
+                .build()
+                .unwrap();
+            email_id = Some(email.enqueue(&mut *conn).await.unwrap().id().clone());
+        }
+    }
+    drop(conn);
+    Outbox::new(db.backend())
+        .register::<Email, _>(|e: Email, _ctx: MessageContext<()>| async move {
+            let address = e.to[0].address.clone();
+            let (code, reply) = if address.ends_with("@bad.example") {
+                (550, format!("5.1.1 <{address}>: user unknown"))
+            } else {
+                (554, "5.7.1 relay access denied".to_string())
+            };
+            Err::<(), _>(
+                SendError::RecipientsRefused(vec![RefusedRecipient {
+                    address,
+                    code,
+                    reply,
+                }])
+                .into_handler_error(),
+            )
+        })
+        .drain()
+        .await
+        .unwrap();
+    enqueue_notes(&db, 0..12).await;
+    admin
+        .pause("web.note", "waiting for the new SMTP password")
+        .await
+        .unwrap();
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    // Deliveries for the chart: the sampler sees the queue shrink.
+    let b = Browser::start().await;
+    b.client.goto(&url).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in 0..8 {
+        Counted { n }.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    Outbox::new(db.backend())
+        .register::<Counted, _>(|_m: Counted, _ctx: MessageContext<()>| async move {
+            Ok::<(), HandlerError>(())
+        })
+        .drain()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    b.client.goto(&url).await.unwrap();
+    let chart = b.text(".chart + p").await;
+    assert!(chart.starts_with("8 delivered in the last "), "{chart}");
+    b.screenshot("web-overview").await;
+    b.client
+        .goto(&format!("{url}/types/web.note"))
+        .await
+        .unwrap();
+    b.screenshot("web-type").await;
+    b.client.goto(&format!("{url}/dead")).await.unwrap();
+    b.screenshot("web-dead-letters").await;
+    b.client.goto(&format!("{url}/dead/groups")).await.unwrap();
+    assert_eq!(
+        b.text("#groups tbody tr strong").await,
+        "550 5.1.1 @bad.example"
+    );
+    b.screenshot("web-dead-groups").await;
+    let id = email_id.unwrap();
+    b.client
+        .goto(&format!("{url}/dead/{}", id.as_str()))
+        .await
+        .unwrap();
+    b.screenshot("web-email").await;
+    b.client.clone().close().await.unwrap();
+}
