@@ -86,10 +86,15 @@ async fn still_registered(mail: Email, pool: Arc<SqlitePool>) -> Result<bool, sq
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `log://` prints each mail here; RUST_LOG=info shows the outbox's own log lines too.
+    // One JSON line per send (`email sent`, with the outbox id and the Message-ID), and per
+    // failed attempt; `log://` prints each mail here. RUST_LOG=info shows the outbox's own
+    // lines too.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "warn,outbox_smtp=info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .init();
     let dir = std::env::temp_dir().join(format!("outbox-registration-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mail_dir = dir.join("mail");

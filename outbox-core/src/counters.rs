@@ -1,7 +1,42 @@
-//! In-process tallies of what the workers did, for drain reports and logs: bumped by the
-//! worker and the layers, read by the outbox.
+//! In-process tallies of what the workers did, for drain reports and logs, and the same
+//! events as `metrics` counters per type: bumped by the worker and the layers, read by the
+//! outbox (and by whatever recorder the application installed).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
+};
+
+/// The names of the metrics the outbox records through the `metrics` facade.
+pub mod names {
+    /// Counter: messages written by an enqueue (duplicates not counted); label `type`.
+    pub const ENQUEUED: &str = "outbox_enqueued_total";
+    /// Counter: messages whose handler returned `Ok`; label `type`.
+    pub const DELIVERED: &str = "outbox_delivered_total";
+    /// Counter: failed attempts that will be tried again (and a last attempt whose worker
+    /// stopped without reporting); label `type`.
+    pub const RETRIED: &str = "outbox_retried_total";
+    /// Counter: messages moved to the dead letters; label `type`.
+    pub const DEAD_LETTERED: &str = "outbox_dead_lettered_total";
+    /// Counter: messages completed without their handler by the orphan check; label `type`.
+    pub const ORPHANED: &str = "outbox_orphaned_total";
+    /// Counter: messages put back without an attempt (snooze, deferral, no token);
+    /// label `type`.
+    pub const DEFERRED: &str = "outbox_deferred_total";
+    /// Counter: times a message found its rate bucket empty and waited (in the worker or
+    /// back in the queue); labels `type`, `bucket`.
+    pub const RATE_LIMIT_WAITS: &str = "outbox_rate_limit_waits_total";
+    /// Histogram: handler run time in seconds; labels `type`, `outcome` (`ok`, `error`).
+    pub const HANDLER_DURATION: &str = "outbox_handler_duration_seconds";
+    /// Histogram: seconds from a message's due time to its handler's start; label `type`.
+    pub const PICKUP_LATENCY: &str = "outbox_pickup_latency_seconds";
+    /// Gauge: messages per state; labels `type`, `state` (`pending`, `scheduled`,
+    /// `running`, `retrying`, `done`, `dead`).
+    pub const QUEUE_DEPTH: &str = "outbox_queue_depth";
+    /// Gauge: age in seconds of the longest-waiting due message (0 when none is due);
+    /// label `type`.
+    pub const OLDEST_DUE_AGE: &str = "outbox_oldest_due_age_seconds";
+}
 
 /// Shared counters, bumped by every dispatch.
 #[derive(Debug, Default)]
@@ -71,5 +106,54 @@ impl DeliveryCounts {
             orphaned: self.orphaned - earlier.orphaned,
             deferred: self.deferred - earlier.deferred,
         }
+    }
+}
+
+/// One queue's view of the shared [`Counters`]: every bump also goes to the `metrics`
+/// counter of that event, labelled with the type.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    queue: &'static str,
+    totals: Arc<Counters>,
+}
+
+impl Tally {
+    pub(crate) fn new(queue: &'static str, totals: Arc<Counters>) -> Self {
+        Self { queue, totals }
+    }
+
+    fn count(&self, name: &'static str) {
+        metrics::counter!(name, "type" => self.queue).increment(1);
+    }
+
+    pub(crate) fn delivered(&self) {
+        self.totals.delivered();
+        self.count(names::DELIVERED);
+    }
+
+    pub(crate) fn failed_attempt(&self) {
+        self.totals.failed_attempt();
+        self.count(names::RETRIED);
+    }
+
+    pub(crate) fn given_up(&self) {
+        self.totals.given_up();
+        self.count(names::DEAD_LETTERED);
+    }
+
+    pub(crate) fn orphaned(&self) {
+        self.totals.orphaned();
+        self.count(names::ORPHANED);
+    }
+
+    pub(crate) fn deferred(&self) {
+        self.totals.deferred();
+        self.count(names::DEFERRED);
+    }
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self::new("", Arc::default())
     }
 }

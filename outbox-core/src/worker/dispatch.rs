@@ -16,8 +16,9 @@ use apalis_core::task::Task;
 use futures::{future::BoxFuture, FutureExt};
 use tower::Service;
 
-use super::Counters;
 use crate::{
+    clock::unix_secs_f64,
+    counters::{names, Tally},
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
     store::Claimed,
@@ -167,7 +168,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 pub struct Dispatch {
     queue: &'static str,
     handler: Arc<dyn ErasedHandler>,
-    counters: Arc<Counters>,
+    counters: Tally,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -182,7 +183,7 @@ impl Dispatch {
     pub(crate) fn new(
         queue: &'static str,
         handler: Arc<dyn ErasedHandler>,
-        counters: Arc<Counters>,
+        counters: Tally,
     ) -> Self {
         Self {
             queue,
@@ -202,30 +203,56 @@ impl Service<Task<Claimed>> for Dispatch {
     }
 
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
+        use tracing::Instrument;
+
         let claimed = task.args;
         let queue = self.queue;
-        let counters = Arc::clone(&self.counters);
+        let counters = self.counters.clone();
         let handler = Arc::clone(&self.handler);
-        Box::pin(async move {
-            let id = claimed.id;
-            let attempt = claimed.attempt.max(1);
-            let delivery = Delivery {
-                id: id.clone(),
-                attempt,
-                max_attempts: claimed.max_attempts,
-            };
-            let payload = claimed.payload;
-            match handler.handle(payload, delivery).await {
-                Ok(()) => {
-                    counters.delivered();
-                    tracing::debug!(message.type = queue, message.id = %id, attempt, "delivered");
-                    Ok(Completion::Delivered)
-                }
-                Err(failed) => {
-                    tracing::info!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
-                    Err(Box::new(failed) as BoxError)
+        let id = claimed.id;
+        let attempt = claimed.attempt.max(1);
+        // OpenTelemetry's messaging conventions, so `tracing-opentelemetry` exports a
+        // consumer span per attempt.
+        let span = tracing::info_span!(
+            "outbox.process",
+            otel.name = %format_args!("process {queue}"),
+            otel.kind = "consumer",
+            messaging.system = "outbox",
+            messaging.operation.type = "process",
+            messaging.operation.name = "process",
+            messaging.destination.name = queue,
+            messaging.message.id = %id,
+            outbox.attempt = attempt,
+            outbox.max_attempts = claimed.max_attempts,
+        );
+        let now = std::time::SystemTime::now();
+        let late = unix_secs_f64(now) - unix_secs_f64(claimed.due_at);
+        metrics::histogram!(names::PICKUP_LATENCY, "type" => queue).record(late.max(0.0));
+        Box::pin(
+            async move {
+                let delivery = Delivery {
+                    id: id.clone(),
+                    attempt,
+                    max_attempts: claimed.max_attempts,
+                };
+                let started = std::time::Instant::now();
+                let result = handler.handle(claimed.payload, delivery).await;
+                let outcome = if result.is_ok() { "ok" } else { "error" };
+                metrics::histogram!(names::HANDLER_DURATION, "type" => queue, "outcome" => outcome)
+                    .record(started.elapsed().as_secs_f64());
+                match result {
+                    Ok(()) => {
+                        counters.delivered();
+                        tracing::debug!(message.type = queue, message.id = %id, attempt, "delivered");
+                        Ok(Completion::Delivered)
+                    }
+                    Err(failed) => {
+                        tracing::info!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
+                        Err(Box::new(failed) as BoxError)
+                    }
                 }
             }
-        })
+            .instrument(span),
+        )
     }
 }

@@ -1,17 +1,15 @@
 //! The layer that records given-up messages.
 
-use std::sync::Arc;
-
 use tower::Layer;
 
 use super::DeadLetterService;
-use crate::counters::Counters;
+use crate::counters::Tally;
 
 /// Adds [`DeadLetterService`] around a service.
 #[derive(Clone)]
 pub struct DeadLetterLayer {
     pub(crate) type_tag: &'static str,
-    pub(crate) counters: Arc<Counters>,
+    pub(crate) counters: Tally,
 }
 
 impl DeadLetterLayer {
@@ -19,7 +17,7 @@ impl DeadLetterLayer {
     pub fn new(type_tag: &'static str) -> Self {
         Self {
             type_tag,
-            counters: Arc::default(),
+            counters: Tally::default(),
         }
     }
 }

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{OrphanCheck, OrphanService};
-use crate::counters::Counters;
+use crate::counters::Tally;
 
 /// Adds [`OrphanService`] around a service.
 #[derive(Clone)]
 pub struct OrphanLayer {
     pub(crate) check: Arc<dyn OrphanCheck>,
-    pub(crate) counters: Arc<Counters>,
+    pub(crate) counters: Tally,
 }
 
 impl OrphanLayer {
@@ -19,7 +19,7 @@ impl OrphanLayer {
     pub fn new(check: Arc<dyn OrphanCheck>) -> Self {
         Self {
             check,
-            counters: Arc::default(),
+            counters: Tally::default(),
         }
     }
 }

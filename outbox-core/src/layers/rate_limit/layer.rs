@@ -14,6 +14,8 @@ pub struct RateLimitLayer {
     pub(crate) store: Arc<dyn RateBucketStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) max_inline_wait: Duration,
+    /// The type whose messages take the tokens, for the wait metric.
+    pub(crate) type_tag: &'static str,
 }
 
 impl RateLimitLayer {
@@ -24,7 +26,24 @@ impl RateLimitLayer {
             store,
             clock,
             max_inline_wait: Duration::from_secs(1),
+            type_tag: "",
         }
+    }
+
+    /// Counts one wait for a token in the `metrics` counter.
+    pub(crate) fn count_wait(&self) {
+        metrics::counter!(
+            crate::counters::names::RATE_LIMIT_WAITS,
+            "type" => self.type_tag,
+            "bucket" => self.bucket.to_string()
+        )
+        .increment(1);
+    }
+
+    /// Labels the wait metric with `type_tag`.
+    pub(crate) fn for_type(mut self, type_tag: &'static str) -> Self {
+        self.type_tag = type_tag;
+        self
     }
 
     /// The longest wait for a token spent holding the worker slot; longer waits

@@ -107,9 +107,11 @@ where
                         return inner.call(req).await;
                     }
                     Ok(TokenGrant::Wait(wait)) if wait <= layer.max_inline_wait => {
+                        layer.count_wait();
                         tokio::time::sleep(wait).await
                     }
                     Ok(TokenGrant::Wait(wait)) => {
+                        layer.count_wait();
                         *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
                             Some(Instant::now() + wait.min(MAX_HOLD));
                         // Back unchanged, keeping its place in line; the hold stops this

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::{clock::Clock, counters::Counters};
+use crate::{clock::Clock, counters::Tally};
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]
 pub struct RetryLayer {
     pub(crate) schedule: Arc<RetrySchedule>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) counters: Arc<Counters>,
+    pub(crate) counters: Tally,
 }
 
 impl RetryLayer {
@@ -21,7 +21,7 @@ impl RetryLayer {
         Self {
             schedule: Arc::new(schedule),
             clock,
-            counters: Arc::default(),
+            counters: Tally::default(),
         }
     }
 }

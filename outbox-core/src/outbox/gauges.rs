@@ -1,0 +1,56 @@
+//! Queue depth and oldest-due-age gauges per type, sampled from the status counts while
+//! workers run (and once more after they stopped, so a drain leaves the final figures).
+
+use std::time::{Duration, SystemTime};
+
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    counters::names,
+    store::{Backend, TypeCounts},
+};
+
+/// Samples the status counts every `every` and sets the gauges, until stopped.
+pub(super) fn sample<B: Backend>(
+    backend: B,
+    every: Duration,
+    mut stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            sample_once(&backend).await;
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+        }
+    })
+}
+
+/// Reads the status counts once and sets the gauges.
+pub(super) async fn sample_once<B: Backend>(backend: &B) {
+    match backend.status_counts(SystemTime::now()).await {
+        Ok(counts) => counts.iter().for_each(record),
+        Err(e) => tracing::debug!(error = %e, "cannot read the status counts for the gauges"),
+    }
+}
+
+/// Sets the gauges of one type.
+fn record(c: &TypeCounts) {
+    let t = c.type_tag.clone();
+    for (state, n) in [
+        ("pending", c.pending),
+        ("scheduled", c.scheduled),
+        ("running", c.running),
+        ("retrying", c.retrying),
+        ("done", c.done),
+        ("dead", c.dead),
+    ] {
+        metrics::gauge!(names::QUEUE_DEPTH, "type" => t.clone(), "state" => state).set(n as f64);
+    }
+    let age = c
+        .oldest_due
+        .and_then(|due| SystemTime::now().duration_since(due).ok())
+        .map_or(0.0, |d| d.as_secs_f64());
+    metrics::gauge!(names::OLDEST_DUE_AGE, "type" => t).set(age);
+}
