@@ -11,7 +11,15 @@ pub use outbox_derive::OutboxMessage;
 
 /// Email over SMTP as an outbox message (feature `smtp`).
 #[cfg(feature = "smtp")]
+#[doc(inline)]
 pub use outbox_smtp as smtp;
+
+#[cfg(feature = "cli")]
+pub mod cli;
+
+/// The web admin: an axum router with the operator's pages (feature `web`).
+#[cfg(feature = "web")]
+pub mod web;
 
 /// The names most applications need: `use outbox::prelude::*;`.
 pub mod prelude {
@@ -22,7 +30,8 @@ pub mod prelude {
     #[cfg(feature = "sqlite")]
     pub use crate::SqliteBackend;
     pub use crate::{
-        enqueue_many, Enqueue, EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox,
-        OutboxMessage, QueueOptions,
+        enqueue_many, retry_transaction, Admin, DeadLetterFilter, Enqueue, EnqueueError,
+        EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox, OutboxMessage,
+        QueueOptions, RateLimit, Retention, RetrySchedule,
     };
 }

@@ -15,22 +15,27 @@ pub mod layers;
 mod message;
 mod outbox;
 pub mod store;
+mod transaction;
 pub mod worker;
 
 pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, TypeCounts};
+pub use counters::names as metric_names;
 pub use enqueue::{
     enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,
-    MessageId, NewMessage,
+    InsertMessages, MessageId, NewMessage,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
 pub use layers::{orphan::Relevance, rate_limit::RateLimit, retry::RetrySchedule};
 pub use message::{
-    validate_type_tag, InvalidMessage, MessageDefaults, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN,
-    MAX_TYPE_TAG_LEN,
+    validate_type_tag, InvalidMessage, MessageDefaults, OutboxMessage, DEFAULT_MAX_PAYLOAD,
+    MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{DrainReport, Outbox, QueueOptions};
 pub use store::Retention;
+pub use transaction::{
+    retry_transaction, retry_transaction_with, RetryableError, TransactionRetry,
+};
 pub use worker::DeliveryCounts;
 
 #[cfg(feature = "mysql")]

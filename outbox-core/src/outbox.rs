@@ -1,6 +1,7 @@
 //! The outbox: handlers registered per message type, and the two ways to run them.
 
 mod drain;
+mod gauges;
 mod pauses;
 mod register;
 mod retention;
@@ -21,6 +22,7 @@ pub use settings::QueueOptions;
 use crate::{
     admin::Admin,
     clock::{unix_secs_f64, Clock, SystemClock},
+    counters::Tally,
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
         pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
@@ -41,13 +43,23 @@ struct Registration {
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or
 /// until the queue is empty ([`Outbox::drain`]).
 ///
-/// ```ignore
+/// ```no_run
+/// # #[cfg(feature = "sqlite")]
+/// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
+/// # use outbox_core::{HandlerError, MessageContext, Outbox, QueueOptions, RateLimit, SqliteBackend};
+/// # #[derive(serde::Serialize, serde::Deserialize)] struct WelcomeMail { user_id: i64 }
+/// # impl outbox_core::OutboxMessage for WelcomeMail { const TYPE: &'static str = "welcome_mail"; }
+/// # #[derive(Clone)] struct App;
+/// # impl App { async fn user_exists(&self, _: i64) -> Result<bool, outbox_core::BoxError> { Ok(true) } }
+/// # async fn send_welcome(_: WelcomeMail, _: MessageContext<App>) -> Result<(), HandlerError> { Ok(()) }
+/// # let app_state = App;
 /// let outbox = Outbox::with_state(SqliteBackend::new(pool), app_state)
 ///     .rate_limit("smtp", RateLimit::per_hour(60.0).burst(5))
 ///     .register_with::<WelcomeMail, _>(send_welcome, QueueOptions::new().rate_limit("smtp"))
 ///     .orphan_check(|mail: WelcomeMail, state| async move { state.user_exists(mail.user_id).await });
 /// outbox.migrate().await?;
 /// outbox.run().await?; // until SIGINT/SIGTERM
+/// # Ok(()) }
 /// ```
 pub struct Outbox<B, S = ()> {
     backend: B,
@@ -57,6 +69,7 @@ pub struct Outbox<B, S = ()> {
     problems: Vec<String>,
     defaults: QueueOptions,
     shutdown_timeout: Duration,
+    gauge_interval: Option<Duration>,
     fail_unregistered: bool,
     retention: Retention,
     clock: Arc<dyn Clock>,
@@ -91,6 +104,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             problems: Vec::new(),
             defaults: QueueOptions::new(),
             shutdown_timeout: Duration::from_secs(15),
+            gauge_interval: Some(Duration::from_secs(10)),
             fail_unregistered: false,
             retention: Retention::default(),
             clock: Arc::new(SystemClock),
@@ -112,6 +126,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// they still run.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// How often running workers read the status counts into the queue depth and oldest
+    /// due age gauges (`outbox_queue_depth`, `outbox_oldest_due_age_seconds`; default every
+    /// 10 s, and once when the workers stop). `None` turns the sampling off; the counters
+    /// and histograms are recorded either way.
+    pub fn gauge_interval(mut self, every: Option<Duration>) -> Self {
+        self.gauge_interval = every;
         self
     }
 
@@ -264,21 +287,22 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 let switch = Arc::new(PauseSwitch::default());
                 switch.set(paused.iter().any(|p| p.type_tag == r.queue));
                 switches.insert(r.queue, Arc::clone(&switch));
+                let tally = Tally::new(r.queue, Arc::clone(&self.counters));
                 let layers = OutboxLayers {
                     dead_letter: DeadLetterLayer {
                         type_tag: r.queue,
-                        counters: Arc::clone(&self.counters),
+                        counters: tally.clone(),
                     },
                     retry: RetryLayer {
                         schedule: Arc::new(r.options.schedule().clone()),
                         clock: Arc::clone(&self.clock),
-                        counters: Arc::clone(&self.counters),
+                        counters: tally.clone(),
                     },
                     pause: PauseLayer::new(switch),
                     concurrency: r.options.concurrency_limit(),
                     orphan: r.orphan_check.as_ref().map(|check| OrphanLayer {
                         check: Arc::clone(check),
-                        counters: Arc::clone(&self.counters),
+                        counters: tally.clone(),
                     }),
                     rate_limit: r.options.bucket().map(|bucket| {
                         RateLimitLayer::new(
@@ -287,10 +311,10 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                             Arc::clone(&self.clock),
                         )
                         .max_inline_wait(r.options.inline_wait())
+                        .for_type(r.queue)
                     }),
                 };
-                let dispatch =
-                    Dispatch::new(r.queue, Arc::clone(&r.handler), Arc::clone(&self.counters));
+                let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler), tally);
                 tokio::spawn(supervise(
                     self.backend.clone(),
                     self.settings_of(r),
@@ -306,6 +330,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             switches,
             stopped.clone(),
         )];
+        if let Some(every) = self.gauge_interval {
+            helpers.push(gauges::sample(self.backend.clone(), every, stopped.clone()));
+        }
         if let Retention::KeepFor(window) = self.retention {
             helpers.push(retention::prune(self.backend.clone(), window, stopped));
         }
@@ -334,6 +361,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             aborts.iter().for_each(|a| a.abort());
         }
         running.helpers.iter().for_each(|h| h.abort());
+        if self.gauge_interval.is_some() {
+            gauges::sample_once(&self.backend).await;
+        }
     }
 
     /// The worker settings of one registration.

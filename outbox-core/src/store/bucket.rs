@@ -76,11 +76,16 @@ pub struct BucketState {
 }
 
 impl BucketState {
+    /// The tokens the bucket holds at `now` (unix seconds): those saved at `updated_at`
+    /// plus those earned since, capped at the burst.
+    pub fn tokens_at(&self, now: f64) -> f64 {
+        (self.tokens + (now - self.updated_at).max(0.0) * self.limit.per_second)
+            .min(self.limit.burst)
+    }
+
     /// How long until the bucket holds one token, at `now` (unix seconds).
     pub fn wait_for_token(&self, now: f64) -> Duration {
-        let tokens = (self.tokens + (now - self.updated_at).max(0.0) * self.limit.per_second)
-            .min(self.limit.burst);
-        let missing = (1.0 - tokens).max(0.0);
+        let missing = (1.0 - self.tokens_at(now)).max(0.0);
         Duration::from_secs_f64(missing / self.limit.per_second)
     }
 }

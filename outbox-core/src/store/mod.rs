@@ -158,6 +158,9 @@ pub trait RateBucketStore: Send + Sync + 'static {
 
     /// The bucket's settings and tokens as of its last update.
     fn bucket<'a>(&'a self, bucket: &'a str) -> BoxFuture<'a, Result<Option<BucketState>, Error>>;
+
+    /// Every bucket with its settings and tokens as of its last update, by name.
+    fn buckets(&self) -> BoxFuture<'_, Result<Vec<(String, BucketState)>, Error>>;
 }
 
 /// Message types paused across processes.

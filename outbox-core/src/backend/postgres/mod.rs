@@ -3,7 +3,7 @@
 //! The outbox's own engine: a claim is one `UPDATE … FROM (SELECT … FOR UPDATE SKIP
 //! LOCKED) RETURNING`, so concurrent workers in any number of processes never take the same
 //! message; settlements are written in batches in one transaction. Enqueues wake idle
-//! workers through LISTEN/NOTIFY (the table's insert trigger notifies at commit; one
+//! workers through LISTEN/NOTIFY (the insert statements notify at commit; one
 //! listening connection per backend); delayed and retried messages are found at the poll
 //! tick.
 //!

@@ -2,8 +2,12 @@
 -- a taken idempotency key skips it without an error (no 23505). Returns the id if written.
 -- $1 id, $2 type, $3 payload, $4 max attempts, $5 due (unix ms), $6 priority, $7 key,
 -- $8 enqueued at (unix ms)
-INSERT INTO outbox_messages
-    (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
-VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $7, $8)
-ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id
+WITH ins AS (
+    INSERT INTO outbox_messages
+        (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
+    VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $7, $8)
+    ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, type_tag
+)
+-- Wakes idle workers of the type at commit (PostgreSQL folds repeats in a transaction).
+SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify('outbox_messages', ins.type_tag)) AS woken

@@ -1,9 +1,14 @@
 -- Puts matching dead letters back in the queue, due at $1 (unix ms), attempts reset; a
 -- dead letter whose id or key is in the queue already (another requeue, a newer message
 -- with its key) is skipped. $2 id, $3 type, $4 failed before (unix ms), all optional
-INSERT INTO outbox_messages
-    (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
-SELECT id, type_tag, payload, 'queued', 0, max_attempts, $1, priority, idempotency_key, COALESCE(enqueued_at, $1)
-FROM outbox_dead_letters
-WHERE ($2::text IS NULL OR id = $2) AND ($3::text IS NULL OR type_tag = $3) AND ($4::bigint IS NULL OR failed_at < $4)
-ON CONFLICT DO NOTHING
+WITH ins AS (
+    INSERT INTO outbox_messages
+        (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
+    SELECT id, type_tag, payload, 'queued', 0, max_attempts, $1, priority, idempotency_key, COALESCE(enqueued_at, $1)
+    FROM outbox_dead_letters
+    WHERE ($2::text IS NULL OR id = $2) AND ($3::text IS NULL OR type_tag = $3) AND ($4::bigint IS NULL OR failed_at < $4)
+    ON CONFLICT DO NOTHING
+    RETURNING id, type_tag
+)
+-- Wakes idle workers of the requeued types at commit.
+SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify('outbox_messages', ins.type_tag)) AS woken
