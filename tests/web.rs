@@ -519,8 +519,15 @@ async fn an_email_dead_letter_shows_the_email_escaped_and_sandboxed() {
     let mut conn = db.pool.acquire().await.unwrap();
     let id = email.enqueue(&mut *conn).await.unwrap().id().clone();
     drop(conn);
-    Outbox::new(db.backend())
-        .register::<Email, _>(|_e: Email, _ctx: MessageContext<()>| async move {
+    // Greylisted twice, then refused for good: three attempts, each with its reply.
+    let sender = Outbox::new(db.backend()).register_with::<Email, _>(
+        |_e: Email, ctx: MessageContext<()>| async move {
+            if ctx.attempt() < 3 {
+                return Err(HandlerError::retry(format!(
+                    "451 4.7.1 greylisted (attempt {})",
+                    ctx.attempt()
+                )));
+            }
             Err::<(), _>(
                 SendError::RecipientsRefused(vec![RefusedRecipient {
                     address: "bob@bad.example".into(),
@@ -529,8 +536,15 @@ async fn an_email_dead_letter_shows_the_email_escaped_and_sandboxed() {
                 }])
                 .into_handler_error(),
             )
+        },
+        QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_millis(10)])),
+    );
+    sender
+        .run_until(async {
+            while counts(&db, "outbox.email").await.dead < 1 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         })
-        .drain()
         .await
         .unwrap();
     assert_eq!(counts(&db, "outbox.email").await.dead, 1);
@@ -577,6 +591,23 @@ async fn an_email_dead_letter_shows_the_email_escaped_and_sandboxed() {
         .text("#last-error")
         .await
         .contains("bob@bad.example: 550 5.1.1"));
+    // Each attempt's reply, oldest first.
+    let mut replies = Vec::new();
+    for row in b
+        .client
+        .find_all(Locator::Css("#attempts tbody tr"))
+        .await
+        .unwrap()
+    {
+        replies.push(row.text().await.unwrap());
+    }
+    assert_eq!(replies.len(), 3, "{replies:?}");
+    assert!(replies[0].starts_with('1') && replies[0].contains("451 4.7.1 greylisted (attempt 1)"));
+    assert!(replies[1].starts_with('2') && replies[1].contains("451 4.7.1 greylisted (attempt 2)"));
+    assert!(
+        replies[2].starts_with('3') && replies[2].contains("550 5.1.1"),
+        "{replies:?}"
+    );
     b.client.clone().close().await.unwrap();
 }
 
@@ -752,8 +783,13 @@ async fn screenshots_of_each_page() {
         }
     }
     drop(conn);
-    Outbox::new(db.backend())
-        .register::<Email, _>(|e: Email, _ctx: MessageContext<()>| async move {
+    let refuse = Outbox::new(db.backend()).register_with::<Email, _>(
+        |e: Email, ctx: MessageContext<()>| async move {
+            if ctx.attempt() == 1 {
+                return Err(HandlerError::retry(
+                    "451 4.7.1 greylisted, please try again later",
+                ));
+            }
             let address = e.to[0].address.clone();
             let (code, reply) = if address.ends_with("@bad.example") {
                 (550, format!("5.1.1 <{address}>: user unknown"))
@@ -768,8 +804,15 @@ async fn screenshots_of_each_page() {
                 }])
                 .into_handler_error(),
             )
+        },
+        QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_millis(10)])),
+    );
+    refuse
+        .run_until(async {
+            while counts(&db, "outbox.email").await.dead < 4 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         })
-        .drain()
         .await
         .unwrap();
     enqueue_notes(&db, 0..12).await;

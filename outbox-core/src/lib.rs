@@ -18,7 +18,7 @@ pub mod store;
 mod transaction;
 pub mod worker;
 
-pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, TypeCounts};
+pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, TypeCounts};
 pub use counters::names as metric_names;
 pub use enqueue::{
     enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,

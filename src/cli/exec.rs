@@ -215,6 +215,17 @@ impl<B: Backend> Ctx<B> {
         for line in d.last_error.lines() {
             println!("  {line}");
         }
+        if !d.attempt_log.is_empty() {
+            println!("attempts' errors:");
+            for a in &d.attempt_log {
+                println!(
+                    "  #{} {}: {}",
+                    a.attempt,
+                    render::time(a.at),
+                    render::one_line(&a.error, 200)
+                );
+            }
+        }
         println!("payload:");
         for line in render::payload_pretty(&d.payload).lines() {
             println!("  {line}");
@@ -573,6 +584,11 @@ fn dead_letter_json(d: &DeadLetter) -> Value {
         "last_error": d.last_error,
         "enqueued_at": d.enqueued_at.map(render::time),
         "failed_at": render::time(d.failed_at),
+        "attempt_log": d.attempt_log.iter().map(|a| json!({
+            "attempt": a.attempt,
+            "at": render::time(a.at),
+            "error": a.error,
+        })).collect::<Vec<_>>(),
         "payload": render::payload_value(&d.payload),
     })
 }

@@ -78,6 +78,7 @@ iframe{width:100%;height:360px;border:1px solid #d0d7de;border-radius:4px;backgr
 section>h2:first-child{margin-top:0}
 td .actions{flex-wrap:nowrap;margin-top:0}
 #email th{text-transform:none;font-size:13px;letter-spacing:0}
+.nowrap{white-space:nowrap}code.reply{white-space:pre-wrap;word-break:break-word}
 "#;
 
 /// Refreshes `#live` every 2 s from the same URL with `live=1`, unless a field in it has

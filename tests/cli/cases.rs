@@ -277,6 +277,11 @@ pub async fn status_and_dead_letters<H: Harness>() {
     assert!(shown.contains("last error:\n  "), "{shown}");
     assert!(shown.contains("550 5.1.1 mailbox unknown"), "{shown}");
     assert!(
+        shown.contains("attempts' errors:\n  #1 ")
+            && shown.contains("Z: 550 5.1.1 mailbox unknown"),
+        "the attempt log: {shown}"
+    );
+    assert!(
         shown.contains("payload:\n  {\n    \""),
         "pretty-printed: {shown}"
     );
@@ -286,6 +291,11 @@ pub async fn status_and_dead_letters<H: Harness>() {
         .json();
     assert_eq!(shown["id"], ids[0].as_str());
     assert!(shown["payload"]["n"].is_i64(), "{shown:#}");
+    assert_eq!(shown["attempt_log"][0]["attempt"], 1, "{shown:#}");
+    assert!(shown["attempt_log"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("550 5.1.1 mailbox unknown"));
 
     let requeued = outbox(&url, &["dead", "requeue", &ids[0]])
         .succeeded()

@@ -716,6 +716,86 @@ pub async fn an_error_text_with_a_nul_byte_is_recorded<H: Harness>() {
     assert_eq!(h.count_messages("conf.mail").await, 0);
 }
 
+pub async fn failed_attempts_are_logged_with_the_dead_letter<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let failing = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    // Message 1: a snooze first (not an attempt), then "451 busy #k" until its 5 attempts
+    // are spent. Message 2: delivered at once (no log written).
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls)).register_with::<Mail, _>(
+        |m: Mail, ctx: Ctx| async move {
+            let call = ctx.state().record(m.n);
+            match (m.n, call) {
+                (2, _) => Ok(()),
+                (_, 1) => Err(HandlerError::snooze(Duration::from_millis(20))),
+                _ => Err(HandlerError::retry(format!("451 busy #{}", ctx.attempt()))),
+            }
+        },
+        QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_millis(20)])),
+    );
+    let dead = outbox.admin().dead_letters();
+    outbox
+        .run_until(async {
+            assert!(
+                eventually(Duration::from_secs(20), || async {
+                    dead.count(&DeadLetterFilter::all()).await.unwrap() == 1
+                })
+                .await,
+                "message 1 dead-lettered after 5 attempts"
+            )
+        })
+        .await
+        .unwrap();
+    let letters = dead
+        .list(&DeadLetterFilter::id(failing.id().as_str()), 0, 1)
+        .await
+        .unwrap();
+    let log = &letters[0].attempt_log;
+    println!("{}: {log:?}", H::NAME);
+    assert_eq!(
+        log.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5],
+        "one entry per counted attempt; the snooze is not one"
+    );
+    for a in &log[..4] {
+        assert_eq!(a.error, format!("451 busy #{}", a.attempt));
+    }
+    assert!(log[4].error.contains("451 busy #5") && log[4].error.contains("attempts exhausted"));
+    assert_eq!(log[4].error, letters[0].last_error);
+    assert!(log.windows(2).all(|w| w[0].at <= w[1].at));
+    let now = SystemTime::now();
+    assert!(log
+        .iter()
+        .all(|a| a.at <= now && a.at > now - Duration::from_secs(60)));
+
+    // Requeued, it keeps its log; failing again adds to it.
+    assert!(dead.requeue(failing.id()).await.unwrap());
+    outbox
+        .run_until(async {
+            assert!(
+                eventually(Duration::from_secs(20), || async {
+                    dead.count(&DeadLetterFilter::all()).await.unwrap() == 1
+                })
+                .await
+            )
+        })
+        .await
+        .unwrap();
+    let again = dead
+        .list(&DeadLetterFilter::id(failing.id().as_str()), 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        again[0].attempt_log.len(),
+        10,
+        "5 before the requeue, 5 after: {:?}",
+        again[0].attempt_log
+    );
+}
+
 /// A message whose size the test chooses.
 #[derive(Debug, Serialize, Deserialize, OutboxMessage)]
 #[outbox(type = "conf.blob")]

@@ -43,6 +43,10 @@ macro_rules! conformance {
                 cases::dead_letters_and_requeue::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn failed_attempts_are_logged_with_the_dead_letter() {
+                cases::failed_attempts_are_logged_with_the_dead_letter::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn orphans_are_dropped() {
                 cases::orphans_are_dropped::<H>().await
             }

@@ -6,7 +6,9 @@ mod dead_letters;
 
 use std::sync::Arc;
 
-pub use crate::store::{DeadLetter, DeadLetterFilter, PausedType, Requeued, TypeCounts};
+pub use crate::store::{
+    DeadLetter, DeadLetterFilter, FailedAttempt, PausedType, Requeued, TypeCounts,
+};
 pub use dead_letters::DeadLetters;
 
 use crate::{

@@ -32,7 +32,7 @@ macro_rules! sql_store {
             use $crate::{
                 clock::{from_unix_millis, unix_millis, unix_millis_ceil},
                 store::{
-                    BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore,
+                    BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, FailedAttempt,
                     Held, PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued,
                     Settle, Settled, Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType,
                 },
@@ -94,7 +94,7 @@ macro_rules! sql_store {
                 (f.id.as_deref(), f.type_tag.as_deref(), f.failed_before.map(unix_millis))
             }
 
-            type DeadLetterRow = (String, String, Vec<u8>, i64, i64, Option<String>, String, Option<i64>, i64);
+            type DeadLetterRow = (String, String, Vec<u8>, i64, i64, Option<String>, String, Option<i64>, i64, Option<String>);
 
             impl QueueStore for $backend {
                 fn claim<'a>(&'a self, request: &'a ClaimRequest<'a>) -> BoxFuture<'a, Result<Vec<Claimed>, Error>> {
@@ -402,7 +402,7 @@ macro_rules! sql_store {
                             .await?;
                         Ok(rows
                             .into_iter()
-                            .map(|(id, type_tag, payload, attempts, max_attempts, key, last_error, enqueued_at, failed_at)| {
+                            .map(|(id, type_tag, payload, attempts, max_attempts, key, last_error, enqueued_at, failed_at, log)| {
                                 DeadLetter {
                                     id: MessageId::from_string(id),
                                     type_tag,
@@ -413,6 +413,7 @@ macro_rules! sql_store {
                                     last_error,
                                     enqueued_at: enqueued_at.map(from_unix_millis),
                                     failed_at: from_unix_millis(failed_at),
+                                    attempt_log: FailedAttempt::parse_log(log.as_deref()),
                                 }
                             })
                             .collect())

@@ -25,6 +25,61 @@ pub struct DeadLetter {
     pub enqueued_at: Option<SystemTime>,
     /// When it was given up.
     pub failed_at: SystemTime,
+    /// Its failed attempts, oldest first: the last [`FailedAttempt::LOG_LIMIT`], each with
+    /// its error (for email, the server's reply). The last entry is why it was given up.
+    pub attempt_log: Vec<FailedAttempt>,
+}
+
+/// One failed attempt of a message, as its attempt log keeps it.
+///
+/// An attempt joins the log when it fails (an error, a timeout, a lease that ran out
+/// because its worker died) or when the message is given up; a snooze or a rate-limit
+/// deferral does not count as an attempt and is not logged. A message delivered on its
+/// first attempt writes no log at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedAttempt {
+    /// The attempt's number (1 for the first; a requeued dead letter counts from 1 again,
+    /// after its older entries).
+    pub attempt: u32,
+    /// When the attempt ended.
+    pub at: SystemTime,
+    /// What went wrong.
+    pub error: String,
+}
+
+impl FailedAttempt {
+    /// How many entries a message's log keeps (the oldest go first).
+    pub const LOG_LIMIT: usize = 20;
+
+    /// Reads a log as the tables store it: a JSON array of `{"attempt", "at" (unix ms),
+    /// "error"}`. `None` (nothing failed yet) and anything unreadable give an empty log.
+    pub fn parse_log(stored: Option<&str>) -> Vec<FailedAttempt> {
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            attempt: serde_json::Value,
+            at: serde_json::Value,
+            #[serde(default)]
+            error: Option<String>,
+        }
+        // Databases give numbers back as numbers or as strings, depending on the path.
+        fn int(v: &serde_json::Value) -> Option<i64> {
+            v.as_i64().or_else(|| v.as_str()?.parse().ok())
+        }
+        let Some(stored) = stored else {
+            return Vec::new();
+        };
+        let entries: Vec<Entry> = serde_json::from_str(stored).unwrap_or_default();
+        entries
+            .into_iter()
+            .filter_map(|e| {
+                Some(FailedAttempt {
+                    attempt: u32::try_from(int(&e.attempt)?).ok()?,
+                    at: crate::clock::from_unix_millis(int(&e.at)?),
+                    error: e.error.unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// Which dead letters an operation applies to: all, one type, one message, or those that

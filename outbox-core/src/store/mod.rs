@@ -30,7 +30,7 @@ use futures::future::BoxFuture;
 
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
-pub use dead_letters::{DeadLetter, DeadLetterFilter, Requeued};
+pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
 pub use queue::{ClaimRequest, Claimed, Held, Retention, Settle, Settled, Settlement};
 pub use wake::Wakeups;
 

@@ -1,6 +1,13 @@
 -- Puts running messages of a type whose lease expired back in the queue, keeping their due
--- time (their place in line); the attempt stays counted. ? type, ? now (unix ms)
-UPDATE outbox_messages
-SET last_error = CONCAT('the worker holding attempt ', attempts, ' stopped renewing its lease (crash or stall)'),
-    status = 'queued', lease_owner = NULL, lease_expires_at = NULL
-WHERE type_tag = ? AND status = 'running' AND lease_expires_at < ?
+-- time (their place in line); the attempt stays counted and its end joins the attempt log
+-- (the last 20 kept). ? type, ? now (unix ms)
+UPDATE outbox_messages AS m
+JOIN (SELECT ? AS type_tag, ? AS now_ms) AS p
+SET m.attempt_log = JSON_ARRAY_APPEND(
+        CASE WHEN JSON_LENGTH(COALESCE(m.attempt_log, '[]')) >= 20
+             THEN JSON_REMOVE(m.attempt_log, '$[0]') ELSE COALESCE(m.attempt_log, '[]') END,
+        '$', JSON_OBJECT('attempt', m.attempts, 'at', p.now_ms, 'error',
+            CONCAT('the worker holding attempt ', m.attempts, ' stopped renewing its lease (crash or stall)'))),
+    m.last_error = CONCAT('the worker holding attempt ', m.attempts, ' stopped renewing its lease (crash or stall)'),
+    m.status = 'queued', m.lease_owner = NULL, m.lease_expires_at = NULL
+WHERE m.type_tag = p.type_tag AND m.status = 'running' AND m.lease_expires_at < p.now_ms

@@ -1,14 +1,20 @@
 -- Copies given-up messages still leased to the worker for the settled attempt into the
--- dead letters with their reason ("text"); settle_delete.sql then removes them in the same
--- transaction. ? worker, ? now (unix ms), ? JSON [{"id","attempt","text"}]
+-- dead letters with their reason ("text"), which also ends their attempt log;
+-- settle_delete.sql then removes them in the same transaction.
+-- ? worker, ? now (unix ms), ? JSON [{"id","attempt","text"}]
 INSERT INTO outbox_dead_letters
-    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at)
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log)
 SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.idempotency_key,
-       r.reason, m.enqueued_at, p.now_ms
+       r.reason, m.enqueued_at, p.now_ms,
+       JSON_ARRAY_APPEND(
+           CASE WHEN JSON_LENGTH(COALESCE(m.attempt_log, '[]')) >= 20
+                THEN JSON_REMOVE(m.attempt_log, '$[0]') ELSE COALESCE(m.attempt_log, '[]') END,
+           '$', JSON_OBJECT('attempt', m.attempts, 'at', p.now_ms, 'error', r.reason))
 FROM outbox_messages AS m
 JOIN (SELECT ? AS owner, ? AS now_ms) AS p
 JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', reason TEXT PATH '$.text')) AS r
     ON m.id = r.id AND m.attempts = r.attempt
 WHERE m.lease_owner = p.owner AND m.status = 'running'
 ON DUPLICATE KEY UPDATE
-    attempts = VALUES(attempts), last_error = VALUES(last_error), failed_at = VALUES(failed_at)
+    attempts = VALUES(attempts), last_error = VALUES(last_error), failed_at = VALUES(failed_at),
+    attempt_log = VALUES(attempt_log)

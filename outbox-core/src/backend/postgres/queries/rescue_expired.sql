@@ -1,6 +1,13 @@
 -- Puts running messages of type $1 whose lease expired before $2 (unix ms) back in the
--- queue, keeping their due time (their place in line); the attempt stays counted.
+-- queue, keeping their due time (their place in line); the attempt stays counted and its
+-- end joins the attempt log (the last 20 kept).
 UPDATE outbox_messages
 SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
-    last_error = 'the worker holding attempt ' || attempts || ' stopped renewing its lease (crash or stall)'
+    last_error = 'the worker holding attempt ' || attempts || ' stopped renewing its lease (crash or stall)',
+    attempt_log = (
+        (CASE WHEN jsonb_array_length(COALESCE(attempt_log, '[]')::jsonb) >= 20
+              THEN COALESCE(attempt_log, '[]')::jsonb - 0 ELSE COALESCE(attempt_log, '[]')::jsonb END)
+        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', $2::bigint, 'error',
+            'the worker holding attempt ' || attempts || ' stopped renewing its lease (crash or stall)'))
+    )::text
 WHERE status = 'running' AND type_tag = $1 AND lease_expires_at < $2
