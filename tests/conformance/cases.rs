@@ -488,10 +488,16 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
     let second = b.claim(&claim("fresh-0", later)).await.unwrap();
     assert_eq!(second.len(), 1);
     assert_eq!(second[0].attempt, 2, "the crashed attempt stays counted");
-    let done = |attempt| {
+    assert_eq!(
+        (first[0].claim, second[0].claim),
+        (1, 2),
+        "each claim its own token"
+    );
+    let done = |attempt, claim| {
         vec![Settlement {
             id: id.clone(),
             attempt,
+            claim,
             settle: Settle::Done {
                 keep: false,
                 note: None,
@@ -511,6 +517,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         let stale = vec![Settlement {
             id: id.clone(),
             attempt: 1,
+            claim: 1,
             settle,
         }];
         let r = b.settle("stale-0", &stale, later).await.unwrap();
@@ -521,12 +528,67 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         );
     }
     assert_eq!(h.count_messages("conf.mail").await, 1, "still in the queue");
-    let r = b.settle("fresh-0", &done(2), later).await.unwrap();
+    let r = b.settle("fresh-0", &done(2, 2), later).await.unwrap();
     assert_eq!((r.applied, r.fenced), (1, 0), "the holder settles it");
     assert_eq!(
         h.count_messages("conf.mail").await,
         0,
         "delivered and deleted"
+    );
+
+    // One worker, one message, a snooze: the attempt is given back, so the next claim by the
+    // same worker has the same attempt number. A settlement written twice (its COMMIT's
+    // reply was lost and the flusher wrote it again) must not touch that next claim.
+    let mut tx = h.pool().begin().await.unwrap();
+    let id = Mail { n: 2 }.enqueue(&mut *tx).await.unwrap().id().clone();
+    tx.commit().await.unwrap();
+    let t0 = later + Duration::from_secs(1);
+    let one = b.claim(&claim("same-0", t0)).await.unwrap();
+    assert_eq!((one[0].attempt, one[0].claim), (1, 1));
+    let snooze = vec![Settlement {
+        id: id.clone(),
+        attempt: 1,
+        claim: 1,
+        settle: Settle::Retry {
+            due: later,
+            error: "snoozed".into(),
+            give_back_attempt: true,
+        },
+    }];
+    let r = b.settle("same-0", &snooze, t0).await.unwrap();
+    assert_eq!((r.applied, r.fenced), (1, 0));
+    let again = b.claim(&claim("same-0", t0)).await.unwrap();
+    assert_eq!(
+        (again[0].attempt, again[0].claim),
+        (1, 2),
+        "the attempt was given back, the claim was not"
+    );
+    let r = b.settle("same-0", &snooze, t0).await.unwrap();
+    assert_eq!(
+        (r.applied, r.fenced),
+        (0, 1),
+        "the repeated settlement is fenced off"
+    );
+    let r = b
+        .settle(
+            "same-0",
+            &[Settlement {
+                id: id.clone(),
+                attempt: 1,
+                claim: 2,
+                settle: Settle::Done {
+                    keep: false,
+                    note: None,
+                },
+            }],
+            t0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.applied, r.fenced),
+        (1, 0),
+        "the current claim settles it"
     );
 }
 

@@ -18,8 +18,8 @@ pub use crate::store::{
     UnregisteredType,
 };
 
-/// A claimed message from the integer columns a claim statement returns (attempt already
-/// counted), whatever integer width the database uses.
+/// A claimed message from the integer columns a claim statement returns (attempt and
+/// claim already counted), whatever integer width the database uses.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) fn claimed_from_row(
     id: String,
@@ -28,6 +28,7 @@ pub(crate) fn claimed_from_row(
     max_attempts: i64,
     priority: i64,
     due_ms: i64,
+    claims: i64,
 ) -> crate::store::Claimed {
     let clamp_u32 = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
     crate::store::Claimed {
@@ -37,5 +38,6 @@ pub(crate) fn claimed_from_row(
         max_attempts: clamp_u32(max_attempts),
         priority: priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
         due_at: crate::clock::from_unix_millis(due_ms),
+        claim: clamp_u32(claims),
     }
 }

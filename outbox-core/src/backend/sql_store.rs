@@ -77,6 +77,7 @@ macro_rules! sql_store {
             struct Row<'a> {
                 id: &'a str,
                 attempt: u32,
+                claim: u32,
                 #[serde(skip_serializing_if = "Option::is_none")]
                 due: Option<i64>,
                 #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,7 +116,7 @@ macro_rules! sql_store {
                         let (mut delete, mut done, mut retry, mut release, mut bury) =
                             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
                         for s in settlements {
-                            let row = |due, text, give_back| Row { id: s.id.as_str(), attempt: s.attempt, due, text, give_back };
+                            let row = |due, text, give_back| Row { id: s.id.as_str(), attempt: s.attempt, claim: s.claim, due, text, give_back };
                             match &s.settle {
                                 Settle::Done { keep: false, .. } => delete.push(row(None, None, None)),
                                 Settle::Done { keep: true, note } => done.push(row(None, note.as_deref(), None)),
@@ -185,7 +186,7 @@ macro_rules! sql_store {
                         }
                         let rows: Vec<Row<'_>> = held
                             .iter()
-                            .map(|h| Row { id: h.id.as_str(), attempt: h.attempt, due: None, text: None, give_back: None })
+                            .map(|h| Row { id: h.id.as_str(), attempt: 0, claim: h.claim, due: None, text: None, give_back: None })
                             .collect();
                         let rows = json(&rows)?;
                         let until = unix_millis(lease_until);

@@ -27,8 +27,7 @@ pub struct Claimed {
     pub id: MessageId,
     /// The stored payload (JSON bytes), not yet decoded.
     pub payload: Vec<u8>,
-    /// This attempt's number, starting at 1; it also fences the lease (a settlement only
-    /// applies to the claim that made it).
+    /// This attempt's number, starting at 1 (a snooze or a release gives it back).
     pub attempt: u32,
     /// Attempts the message gets in all.
     pub max_attempts: u32,
@@ -36,6 +35,9 @@ pub struct Claimed {
     pub priority: i32,
     /// When it became due.
     pub due_at: SystemTime,
+    /// How many times the message has been claimed, this claim included: the fencing token
+    /// its settlement names. Never given back, so no two claims of a message share it.
+    pub claim: u32,
 }
 
 impl Claimed {
@@ -53,8 +55,8 @@ impl Claimed {
 pub struct Held {
     /// The message's id.
     pub id: MessageId,
-    /// The attempt the worker holds it for.
-    pub attempt: u32,
+    /// The claim the worker holds it for ([`Claimed::claim`]).
+    pub claim: u32,
 }
 
 /// How a claimed message ends its attempt.
@@ -93,9 +95,11 @@ pub enum Settle {
 pub struct Settlement {
     /// The message.
     pub id: MessageId,
-    /// The attempt it settles: only applies while the message is still leased to this
-    /// worker for this attempt (fencing).
+    /// The attempt it settles (its number goes into the attempt log).
     pub attempt: u32,
+    /// The claim it settles ([`Claimed::claim`]): it only applies while the message is
+    /// still leased to this worker under this claim (fencing).
+    pub claim: u32,
     /// What happens to it.
     pub settle: Settle,
 }
@@ -105,8 +109,8 @@ pub struct Settlement {
 pub struct Settled {
     /// Settlements applied.
     pub applied: u64,
-    /// Settlements refused because the message was no longer leased to this worker for
-    /// that attempt (its lease expired and it was rescued, or requeued by an admin).
+    /// Settlements refused because the message was no longer leased to this worker under
+    /// that claim (its lease expired and it was rescued, or requeued by an admin).
     pub fenced: u64,
 }
 

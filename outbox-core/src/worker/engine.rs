@@ -140,7 +140,7 @@ impl<B: Backend> Engine<B> {
             {
                 let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
                 for c in &claimed {
-                    held.insert(c.id.clone(), c.attempt);
+                    held.insert(c.id.clone(), c.claim);
                 }
             }
             Ok(claimed)
@@ -347,7 +347,7 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
         {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
             for s in &batch {
-                if held.get(&s.id) == Some(&s.attempt) {
+                if held.get(&s.id) == Some(&s.claim) {
                     held.remove(&s.id);
                 }
             }

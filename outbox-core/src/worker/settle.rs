@@ -75,7 +75,7 @@ where
     }
 
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
-        let (id, attempt) = (task.args.id.clone(), task.args.attempt);
+        let (id, attempt, claim) = (task.args.id.clone(), task.args.attempt, task.args.claim);
         let shared = Arc::clone(&self.shared);
         let fut = self.inner.call(task);
         Box::pin(async move {
@@ -84,6 +84,7 @@ where
             shared.finish(Settlement {
                 id,
                 attempt,
+                claim,
                 settle,
             });
             result

@@ -43,7 +43,7 @@ pub(crate) struct Shared<B> {
     pub(crate) settings: EngineSettings,
     /// Claimed, not yet started, with when they were claimed.
     pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
-    /// Every message claimed and not yet taken by the flusher, by id → attempt: the leases
+    /// Every message claimed and not yet taken by the flusher, by id → claim: the leases
     /// the heartbeat extends.
     pub(super) held: Mutex<HashMap<MessageId, u32>>,
     /// Signalled after each batch the flusher wrote (a clean stop waits for the last).
@@ -75,9 +75,9 @@ impl<B: Backend> Shared<B> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(id, attempt)| Held {
+            .map(|(id, claim)| Held {
                 id: id.clone(),
-                attempt: *attempt,
+                claim: *claim,
             })
             .collect()
     }
@@ -97,6 +97,7 @@ impl<B: Backend> Shared<B> {
                 self.settle(Settlement {
                     id: claimed.id.clone(),
                     attempt: claimed.attempt,
+                    claim: claimed.claim,
                     settle: Settle::Release,
                 });
             }

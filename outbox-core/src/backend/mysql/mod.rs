@@ -70,7 +70,7 @@ impl MySqlBackend {
 
     /// One claim: a locking read of the due rows, then one update (see `claim_*.sql`).
     async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
-        type Row = (String, Vec<u8>, i32, i32, i32, i64);
+        type Row = (String, Vec<u8>, i32, i32, i32, i64, i32);
         let mut attempt = 0;
         loop {
             let result: Result<Vec<Row>, sqlx::Error> = async {
@@ -104,12 +104,20 @@ impl MySqlBackend {
                 }
                 Err(e) => return Err(e.into()),
                 Ok(rows) => {
-                    // The rows were read before the update counted the attempt.
+                    // The rows were read before the update counted the attempt and claim.
                     return Ok(rows
                         .into_iter()
-                        .map(|(id, payload, attempts, max, priority, due)| {
-                            let attempt = i64::from(attempts) + 1;
-                            claimed_from_row(id, payload, attempt, max.into(), priority.into(), due)
+                        .map(|(id, payload, attempts, max, priority, due, claims)| {
+                            let (attempt, claim) = (i64::from(attempts) + 1, i64::from(claims) + 1);
+                            claimed_from_row(
+                                id,
+                                payload,
+                                attempt,
+                                max.into(),
+                                priority.into(),
+                                due,
+                                claim,
+                            )
                         })
                         .collect());
                 }

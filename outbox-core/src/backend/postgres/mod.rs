@@ -88,7 +88,7 @@ impl PostgresBackend {
 
     /// One claim statement (see `claim.sql`).
     async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
-        type Row = (String, Vec<u8>, i32, i32, i32, i64);
+        type Row = (String, Vec<u8>, i32, i32, i32, i64, i32);
         let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim.sql"))
             .bind(r.type_tag)
             .bind(unix_millis(r.now))
@@ -99,7 +99,7 @@ impl PostgresBackend {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, payload, attempt, max, priority, due)| {
+            .map(|(id, payload, attempt, max, priority, due, claims)| {
                 claimed_from_row(
                     id,
                     payload,
@@ -107,6 +107,7 @@ impl PostgresBackend {
                     max.into(),
                     priority.into(),
                     due,
+                    claims.into(),
                 )
             })
             .collect())

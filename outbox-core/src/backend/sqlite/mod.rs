@@ -85,7 +85,7 @@ impl SqliteBackend {
 
     /// One claim statement (see `claim.sql`).
     async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
-        type Row = (String, Vec<u8>, i64, i64, i64, i64);
+        type Row = (String, Vec<u8>, i64, i64, i64, i64, i64);
         let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim.sql"))
             .bind(r.type_tag)
             .bind(unix_millis(r.now))
@@ -96,8 +96,8 @@ impl SqliteBackend {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, payload, attempt, max, priority, due)| {
-                claimed_from_row(id, payload, attempt, max, priority, due)
+            .map(|(id, payload, attempt, max, priority, due, claims)| {
+                claimed_from_row(id, payload, attempt, max, priority, due, claims)
             })
             .collect())
     }

@@ -1,20 +1,21 @@
--- Copies given-up messages still leased to the worker for the settled attempt into the
+-- Copies given-up messages still leased to the worker for the settled claim into the
 -- dead letters with their reason ("text"), which also ends their attempt log;
 -- settle_delete.sql then removes them in the same transaction.
--- ? worker, ? now (unix ms), ? JSON [{"id","attempt","text"}]
+-- ? worker, ? now (unix ms), ? JSON [{"id","attempt","claim","text"}]
 INSERT INTO outbox_dead_letters
-    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log)
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
 SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.idempotency_key,
        r.reason, m.enqueued_at, p.now_ms,
        JSON_ARRAY_APPEND(
            CASE WHEN JSON_LENGTH(COALESCE(m.attempt_log, '[]')) >= 20
                 THEN JSON_REMOVE(m.attempt_log, '$[0]') ELSE COALESCE(m.attempt_log, '[]') END,
-           '$', JSON_OBJECT('attempt', m.attempts, 'at', p.now_ms, 'error', r.reason))
+           '$', JSON_OBJECT('attempt', m.attempts, 'at', p.now_ms, 'error', r.reason)),
+       m.claims
 FROM outbox_messages AS m
 JOIN (SELECT ? AS owner, ? AS now_ms) AS p
-JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', reason TEXT PATH '$.text')) AS r
-    ON m.id = r.id AND m.attempts = r.attempt
+JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', claim INT PATH '$.claim', reason TEXT PATH '$.text')) AS r
+    ON m.id = r.id AND m.claims = r.claim
 WHERE m.lease_owner = p.owner AND m.status = 'running'
 ON DUPLICATE KEY UPDATE
     attempts = VALUES(attempts), last_error = VALUES(last_error), failed_at = VALUES(failed_at),
-    attempt_log = VALUES(attempt_log)
+    attempt_log = VALUES(attempt_log), claims = VALUES(claims)

@@ -1,14 +1,14 @@
 -- Puts failed messages back in the queue, due again at "due" (unix ms), with the error;
 -- "give_back" 1 returns the attempt (a snooze or a deferral: not a failed attempt, not
 -- logged), otherwise the attempt's error joins the attempt log (the last 20 kept). Only
--- while leased to the worker for the settled attempt.
--- ? worker, ? now (unix ms), ? JSON [{"id","attempt","due","text","give_back"}]
+-- while leased to the worker for the settled claim.
+-- ? worker, ? now (unix ms), ? JSON [{"id","attempt","claim","due","text","give_back"}]
 UPDATE outbox_messages AS m
 JOIN (SELECT ? AS owner, ? AS now_ms) AS p
 JOIN JSON_TABLE(?, '$[*]' COLUMNS (
-    id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', due BIGINT PATH '$.due',
+    id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', claim INT PATH '$.claim', due BIGINT PATH '$.due',
     error TEXT PATH '$.text', give_back INT PATH '$.give_back'
-)) AS r ON m.id = r.id AND m.attempts = r.attempt
+)) AS r ON m.id = r.id AND m.claims = r.claim
 SET m.attempt_log = CASE WHEN r.give_back = 1 THEN m.attempt_log ELSE JSON_ARRAY_APPEND(
         CASE WHEN JSON_LENGTH(COALESCE(m.attempt_log, '[]')) >= 20
              THEN JSON_REMOVE(m.attempt_log, '$[0]') ELSE COALESCE(m.attempt_log, '[]') END,

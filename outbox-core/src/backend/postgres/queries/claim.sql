@@ -1,8 +1,9 @@
 -- Claims up to $3 due, queued messages of type $1 (unless paused) in claim order, straight
--- to running, leased to $4 until $5 (unix ms), counting the attempt; rows another claim
--- holds are skipped. $2 now (unix ms)
+-- to running, leased to $4 until $5 (unix ms), counting the attempt and the claim (the
+-- fencing token its settlement names; never given back); rows another claim holds are
+-- skipped. $2 now (unix ms)
 UPDATE outbox_messages AS m
-SET status = 'running', attempts = m.attempts + 1, lease_owner = $4, lease_expires_at = $5
+SET status = 'running', attempts = m.attempts + 1, claims = m.claims + 1, lease_owner = $4, lease_expires_at = $5
 FROM (
     SELECT id FROM outbox_messages
     WHERE status = 'queued' AND type_tag = $1 AND due_at <= $2
@@ -12,4 +13,4 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) AS due
 WHERE m.id = due.id
-RETURNING m.id, m.payload, m.attempts, m.max_attempts, m.priority, m.due_at
+RETURNING m.id, m.payload, m.attempts, m.max_attempts, m.priority, m.due_at, m.claims

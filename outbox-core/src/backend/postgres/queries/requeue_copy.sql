@@ -3,8 +3,8 @@
 -- with its key) is skipped. $2 id, $3 type, $4 failed before (unix ms), all optional
 WITH ins AS (
     INSERT INTO outbox_messages
-        (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at, attempt_log)
-    SELECT id, type_tag, payload, 'queued', 0, max_attempts, $1, priority, idempotency_key, COALESCE(enqueued_at, $1), attempt_log
+        (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at, attempt_log, claims)
+    SELECT id, type_tag, payload, 'queued', 0, max_attempts, $1, priority, idempotency_key, COALESCE(enqueued_at, $1), attempt_log, claims
     FROM outbox_dead_letters
     WHERE ($2::text IS NULL OR id = $2) AND ($3::text IS NULL OR type_tag = $3) AND ($4::bigint IS NULL OR failed_at < $4)
     ON CONFLICT DO NOTHING

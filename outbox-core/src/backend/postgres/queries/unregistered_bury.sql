@@ -3,10 +3,10 @@
 WITH gone AS (
     DELETE FROM outbox_messages
     WHERE status = 'queued' AND type_tag NOT IN (SELECT jsonb_array_elements_text($1::jsonb))
-    RETURNING id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, enqueued_at, attempt_log
+    RETURNING id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, enqueued_at, attempt_log, claims
 )
 INSERT INTO outbox_dead_letters
-    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log)
-SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, $2, enqueued_at, $3, attempt_log
+    (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, $2, enqueued_at, $3, attempt_log, claims
 FROM gone
 ON CONFLICT (id) DO UPDATE SET last_error = EXCLUDED.last_error, failed_at = EXCLUDED.failed_at

@@ -1,7 +1,8 @@
 -- Claims up to ?3 due, queued messages of type ?1 (unless paused) in claim order, straight
--- to running, leased to ?4 until ?5 (unix ms), counting the attempt. ?2 now (unix ms)
+-- to running, leased to ?4 until ?5 (unix ms), counting the attempt and the claim (the
+-- fencing token its settlement names; never given back). ?2 now (unix ms)
 UPDATE outbox_messages
-SET status = 'running', attempts = attempts + 1, lease_owner = ?4, lease_expires_at = ?5
+SET status = 'running', attempts = attempts + 1, claims = claims + 1, lease_owner = ?4, lease_expires_at = ?5
 WHERE id IN (
     SELECT id FROM outbox_messages
     WHERE status = 'queued' AND type_tag = ?1 AND due_at <= ?2
@@ -9,4 +10,4 @@ WHERE id IN (
     ORDER BY priority DESC, due_at, id
     LIMIT ?3
 )
-RETURNING id, payload, attempts, max_attempts, priority, due_at
+RETURNING id, payload, attempts, max_attempts, priority, due_at, claims

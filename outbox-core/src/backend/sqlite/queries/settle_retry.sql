@@ -1,8 +1,8 @@
 -- Puts failed messages back in the queue, due again at "due" (unix ms), with the error;
 -- "give_back" 1 returns the attempt (a snooze or a deferral: not a failed attempt, not
 -- logged), otherwise the attempt's error joins the attempt log (the last 20 kept). Only
--- while leased to ?1 for the settled attempt.
--- ?2 now (unix ms), ?3 JSON [{"id","attempt","due","text","give_back"}]
+-- while leased to ?1 for the settled claim.
+-- ?2 now (unix ms), ?3 JSON [{"id","attempt","claim","due","text","give_back"}]
 UPDATE outbox_messages
 SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
     due_at = j.value ->> 'due', last_error = j.value ->> 'text',
@@ -12,5 +12,5 @@ SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
              THEN json_remove(attempt_log, '$[0]') ELSE COALESCE(attempt_log, '[]') END,
         '$[#]', json_object('attempt', j.value ->> 'attempt', 'at', ?2, 'error', j.value ->> 'text')) END
 FROM json_each(?3) AS j
-WHERE outbox_messages.id = j.value ->> 'id' AND outbox_messages.attempts = j.value ->> 'attempt'
+WHERE outbox_messages.id = j.value ->> 'id' AND outbox_messages.claims = j.value ->> 'claim'
   AND outbox_messages.lease_owner = ?1 AND outbox_messages.status = 'running'
