@@ -78,19 +78,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("Database: {url}");
     println!(
-        "Outbox admin: http://{}/outbox  (Ctrl-C stops)",
+        "Outbox admin: http://{}/outbox  (Ctrl-C or SIGTERM stops)",
         listener.local_addr()?
     );
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
+    // Ctrl-C or a service manager's SIGTERM: the worker stops on the same signals.
+    .with_graceful_shutdown(outbox::shutdown_signal())
     .await?;
     trickle.abort();
-    worker.abort();
+    worker.await??;
     Ok(())
 }
 

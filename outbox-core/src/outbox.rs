@@ -406,8 +406,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     }
 }
 
-/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
-async fn shutdown_signal() {
+/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the signals [`Outbox::run`] stops
+/// on. Give it to the rest of the application's graceful shutdown (an axum server's
+/// `with_graceful_shutdown`, say) so that a service manager's SIGTERM stops the workers and
+/// everything else together.
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
