@@ -445,7 +445,28 @@ pub async fn fan_out_ten_thousand<H: Harness>() {
     let done = enqueue_many(&mut *tx, &mails).await.unwrap();
     let took = started.elapsed();
     let again = enqueue_many(&mut *tx, &mails[..5]).await.unwrap();
+    // Some new, one taken before, one repeated within the batch.
+    let mixed = [
+        Mail { n: 3 },
+        Mail { n: 10_000 },
+        Mail { n: 10_000 },
+        Mail { n: 10_001 },
+    ];
+    let m = enqueue_many(&mut *tx, &mixed).await.unwrap();
     tx.commit().await.unwrap();
+    assert_eq!(
+        m[0],
+        Enqueued::Duplicate {
+            existing: done[3].id().clone()
+        }
+    );
+    assert!(!m[1].is_duplicate() && !m[3].is_duplicate());
+    assert_eq!(
+        m[2],
+        Enqueued::Duplicate {
+            existing: m[1].id().clone()
+        }
+    );
     println!(
         "{}: enqueue_many of 10,000 in one transaction took {took:?}",
         H::NAME
@@ -455,7 +476,7 @@ pub async fn fan_out_ten_thousand<H: Harness>() {
         == Enqueued::Duplicate {
             existing: d.id().clone()
         }));
-    assert_eq!(h.count_messages("conf.mail").await, 10_000);
+    assert_eq!(h.count_messages("conf.mail").await, 10_002);
 }
 
 /// A worker whose lease expired and whose message another worker claimed can no longer

@@ -5,5 +5,6 @@
 
 crate::backend::enqueue_batch::returning_enqueue!(
     sqlx::PgConnection,
-    "src/backend/postgres/queries"
+    "src/backend/postgres/queries",
+    batch = returning
 );

@@ -1,5 +1,6 @@
-//! Transactional enqueue on SQLite: one statement per chunk (`json_each`, `RETURNING`),
-//! duplicates skipped by the unique `(type_tag, idempotency_key)` index and reported back.
+//! Transactional enqueue on SQLite: one statement per chunk (`jsonb_each`; its row count
+//! tells whether every message was written), duplicates skipped by the unique
+//! `(type_tag, idempotency_key)` index and reported back.
 //! A commit hook on the caller's connection wakes this process's idle workers of the
 //! written types as soon as the transaction commits.
 
@@ -11,6 +12,7 @@ use crate::enqueue::NewMessage;
 crate::backend::enqueue_batch::returning_enqueue!(
     sqlx::SqliteConnection,
     "src/backend/sqlite/queries",
+    batch = counted,
     after = wake_at_commit
 );
 

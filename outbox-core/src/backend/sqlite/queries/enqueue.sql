@@ -1,5 +1,6 @@
 -- Inserts a batch of messages given as a JSON array; a taken idempotency key skips the row
--- without an error (the caller's transaction stays usable). Returns the ids written.
+-- without an error (the caller's transaction stays usable). No `RETURNING`: the row count
+-- says whether all were written, and written_ids.sql tells which when some were not.
 -- `jsonb_each` keeps each element binary, so `->>` reads it without re-parsing text.
 -- ?1: [{"id","queue","job" (payload JSON as a string),"due","at","priority","max_attempts","key"}]
 INSERT INTO outbox_messages
@@ -10,4 +11,3 @@ SELECT
 FROM jsonb_each(jsonb(?1))
 WHERE true
 ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id
