@@ -119,7 +119,7 @@ pub(crate) fn resolve(
         .collect()
 }
 
-/// Runs a batch insert (`enqueue.sql` in `$dir`) and yields the ids it wrote.
+/// Runs a batch insert (`enqueue.sql` in `$dir`) and yields the ids it wrote (`None`: all).
 ///
 /// `returning`: the statement returns them (`RETURNING id`). `counted`: it returns nothing
 /// and only its row count is read; all ids were written when it equals the batch, and only
@@ -129,15 +129,17 @@ pub(crate) fn resolve(
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! insert_batch {
     (returning, $conn:expr, $dir:literal, $rows:expr) => {
-        sqlx::query_scalar::<_, String>(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/",
-            $dir,
-            "/enqueue.sql"
-        )))
-        .bind($crate::backend::enqueue_batch::encode_rows($rows)?)
-        .fetch_all(&mut *$conn)
-        .await?
+        Some(
+            sqlx::query_scalar::<_, String>(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/",
+                $dir,
+                "/enqueue.sql"
+            )))
+            .bind($crate::backend::enqueue_batch::encode_rows($rows)?)
+            .fetch_all(&mut *$conn)
+            .await?,
+        )
     };
     (counted, $conn:expr, $dir:literal, $rows:expr) => {{
         let done = sqlx::query(include_str!(concat!(
@@ -150,10 +152,7 @@ macro_rules! insert_batch {
         .execute(&mut *$conn)
         .await?;
         if done.rows_affected() == $rows.len() as u64 {
-            $rows
-                .iter()
-                .map(|m| m.id.as_str().to_owned())
-                .collect::<Vec<String>>()
+            None
         } else {
             let ids: Vec<&str> = $rows.iter().map(|m| m.id.as_str()).collect();
             sqlx::query_scalar::<_, String>(include_str!(concat!(
@@ -164,7 +163,8 @@ macro_rules! insert_batch {
             )))
             .bind(serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?)
             .fetch_all(&mut *$conn)
-            .await?
+            .await
+            .map(Some)?
         }
     }};
 }
@@ -187,7 +187,7 @@ macro_rules! returning_enqueue {
             {
                 use $crate::backend::enqueue_batch::{keys_to_resolve, resolve};
                 Box::pin(async move {
-                    let written: Vec<String> = match rows {
+                    let written: Option<Vec<String>> = match rows {
                         // One message (the common case): a plain one-row insert.
                         [m] => $crate::backend::enqueue_batch::bind_message!(
                             sqlx::query_scalar(include_str!(concat!(
@@ -200,15 +200,24 @@ macro_rules! returning_enqueue {
                         )
                         .fetch_optional(&mut *self)
                         .await?
-                        .into_iter()
-                        .collect(),
+                        .map(|id| vec![id])
+                        .or(Some(Vec::new())),
                         _ => $crate::backend::enqueue_batch::insert_batch!($batch, self, $dir, rows),
                     };
+                    // Every message written (ids are fresh, so as many ids as rows means
+                    // all of them): nothing to look up.
+                    let written = written.filter(|w| w.len() < rows.len());
                     $(
-                        if !written.is_empty() {
+                        if written.as_ref().is_none_or(|w| !w.is_empty()) {
                             $after(&mut *self, rows).await?;
                         }
                     )?
+                    let Some(written) = written else {
+                        return Ok(rows
+                            .iter()
+                            .map(|m| $crate::enqueue::Enqueued::New(m.id.clone()))
+                            .collect());
+                    };
                     let written: std::collections::HashSet<String> = written.into_iter().collect();
                     let mut holders = std::collections::HashMap::new();
                     for (queue, keys) in keys_to_resolve(rows, &written) {
