@@ -63,6 +63,8 @@ pub(crate) struct Engine<B: Backend> {
     shared: Arc<Shared<B>>,
     wake: Arc<Notify>,
     claim: Option<BoxFuture<'static, Result<Vec<Claimed>, Error>>>,
+    /// How many messages the running claim asked for.
+    claim_limit: usize,
     /// Waiting for a wake-up or the tick before the next claim.
     idle: Option<BoxFuture<'static, ()>>,
     backoff: Duration,
@@ -100,6 +102,7 @@ impl<B: Backend> Engine<B> {
             shared,
             wake,
             claim: None,
+            claim_limit: 0,
             idle: None,
             backoff: Duration::ZERO,
             background: Background(vec![flusher, heartbeat]),
@@ -115,17 +118,23 @@ impl<B: Backend> Engine<B> {
             .len()
     }
 
+    /// Below this many buffered messages the next batch is claimed while they run.
+    fn refill_below(&self) -> usize {
+        self.shared.settings.batch_size / 2
+    }
+
     /// Starts a claim for the free room in the buffer, unless one runs or there is none.
+    /// The buffer holds a batch and a half, and a refill starts only once half a batch is
+    /// left, so every claim but the last asks for at least a whole batch (claims of half a
+    /// batch cost twice the claim statements and commits per message).
     fn start_claim(&mut self) {
-        let room = self
-            .shared
-            .settings
-            .batch_size
-            .saturating_sub(self.buffered());
+        let batch = self.shared.settings.batch_size;
+        let room = (batch + self.refill_below()).saturating_sub(self.buffered());
         if self.claim.is_some() || room == 0 {
             return;
         }
         let shared = Arc::clone(&self.shared);
+        self.claim_limit = room;
         self.claim = Some(Box::pin(async move {
             let now = SystemTime::now();
             let s = &shared.settings;
@@ -159,7 +168,7 @@ impl<B: Backend> Engine<B> {
         match result {
             Ok(claimed) => {
                 self.backoff = Duration::ZERO;
-                let full = claimed.len() >= self.shared.settings.batch_size;
+                let full = claimed.len() >= self.claim_limit;
                 if !full {
                     // Nothing more is due now: wait for a wake-up or the tick.
                     self.arm_idle(self.shared.settings.poll_interval, true);
@@ -238,9 +247,9 @@ impl<B: Backend> ApalisBackend for Engine<B> {
         loop {
             self.poll_claim(cx);
             if let Some(claimed) = self.pop() {
-                // Prefetch: once the buffer is empty, claim the next batch while this
-                // one runs (not while idle: nothing more was due at the last claim).
-                if self.idle.is_none() && self.buffered() == 0 {
+                // Prefetch: once half a batch is left, claim the next batch while these
+                // run (not while idle: nothing more was due at the last claim).
+                if self.idle.is_none() && self.buffered() <= self.refill_below() {
                     self.start_claim();
                     self.poll_claim(cx);
                 }
