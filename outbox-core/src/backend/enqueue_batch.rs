@@ -119,6 +119,17 @@ pub(crate) fn resolve(
         .collect()
 }
 
+/// The text of the statement file `$file` in the backend's query folder `$dir`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+macro_rules! sql_file {
+    ($dir:literal, $file:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", $dir, "/", $file))
+    };
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use sql_file;
+
 /// Runs a batch insert (`enqueue.sql` in `$dir`) and yields the ids it wrote (`None`: all).
 ///
 /// `returning`: the statement returns them (`RETURNING id`). `counted`: it returns nothing
@@ -130,24 +141,20 @@ pub(crate) fn resolve(
 macro_rules! insert_batch {
     (returning, $conn:expr, $dir:literal, $rows:expr) => {
         Some(
-            sqlx::query_scalar::<_, String>(include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/",
+            sqlx::query_scalar::<_, String>($crate::backend::enqueue_batch::sql_file!(
                 $dir,
-                "/enqueue.sql"
-            )))
+                "enqueue.sql"
+            ))
             .bind($crate::backend::enqueue_batch::encode_rows($rows)?)
             .fetch_all(&mut *$conn)
             .await?,
         )
     };
     (counted, $conn:expr, $dir:literal, $rows:expr) => {{
-        let done = sqlx::query(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/",
+        let done = sqlx::query($crate::backend::enqueue_batch::sql_file!(
             $dir,
-            "/enqueue.sql"
-        )))
+            "enqueue.sql"
+        ))
         .bind($crate::backend::enqueue_batch::encode_rows($rows)?)
         .execute(&mut *$conn)
         .await?;
@@ -155,12 +162,10 @@ macro_rules! insert_batch {
             None
         } else {
             let ids: Vec<&str> = $rows.iter().map(|m| m.id.as_str()).collect();
-            sqlx::query_scalar::<_, String>(include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/",
+            sqlx::query_scalar::<_, String>($crate::backend::enqueue_batch::sql_file!(
                 $dir,
-                "/written_ids.sql"
-            )))
+                "written_ids.sql"
+            ))
             .bind(serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?)
             .fetch_all(&mut *$conn)
             .await
@@ -190,12 +195,7 @@ macro_rules! returning_enqueue {
                     let written: Option<Vec<String>> = match rows {
                         // One message (the common case): a plain one-row insert.
                         [m] => $crate::backend::enqueue_batch::bind_message!(
-                            sqlx::query_scalar(include_str!(concat!(
-                                env!("CARGO_MANIFEST_DIR"),
-                                "/",
-                                $dir,
-                                "/enqueue_one.sql"
-                            ))),
+                            sqlx::query_scalar($crate::backend::enqueue_batch::sql_file!($dir, "enqueue_one.sql")),
                             m
                         )
                         .fetch_optional(&mut *self)
@@ -221,12 +221,7 @@ macro_rules! returning_enqueue {
                     let written: std::collections::HashSet<String> = written.into_iter().collect();
                     let mut holders = std::collections::HashMap::new();
                     for (queue, keys) in keys_to_resolve(rows, &written) {
-                        let found: Vec<(String, String)> = sqlx::query_as(include_str!(concat!(
-                            env!("CARGO_MANIFEST_DIR"),
-                            "/",
-                            $dir,
-                            "/find_by_keys.sql"
-                        )))
+                        let found: Vec<(String, String)> = sqlx::query_as($crate::backend::enqueue_batch::sql_file!($dir, "find_by_keys.sql"))
                         .bind(queue)
                         .bind(
                             serde_json::to_string(&keys)
