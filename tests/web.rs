@@ -541,9 +541,14 @@ async fn an_email_dead_letter_shows_the_email_escaped_and_sandboxed() {
     );
     sender
         .run_until(async {
-            while counts(&db, "outbox.email").await.dead < 1 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            let dead = async {
+                while counts(&db, "outbox.email").await.dead < 1 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(30), dead)
+                .await
+                .expect("the email was dead-lettered after three attempts within 30 s");
         })
         .await
         .unwrap();
@@ -809,9 +814,14 @@ async fn screenshots_of_each_page() {
     );
     refuse
         .run_until(async {
-            while counts(&db, "outbox.email").await.dead < 4 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            let dead = async {
+                while counts(&db, "outbox.email").await.dead < 4 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(30), dead)
+                .await
+                .expect("the four emails were dead-lettered within 30 s");
         })
         .await
         .unwrap();

@@ -221,7 +221,7 @@ pub(crate) use insert_batch;
 /// says how the batch insert tells what it wrote ([`insert_batch!`]); `$after`, if given,
 /// runs on the connection once rows were written (to arrange a wake-up at commit).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-macro_rules! returning_enqueue {
+macro_rules! batch_enqueue {
     ($conn:ty, $dir:literal, batch = $batch:ident $(, after = $after:path)?) => {
         impl $crate::enqueue::InsertMessages for $conn {
             fn insert_messages<'a>(
@@ -282,4 +282,4 @@ macro_rules! returning_enqueue {
 }
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) use returning_enqueue;
+pub(crate) use batch_enqueue;

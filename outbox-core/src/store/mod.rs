@@ -71,7 +71,8 @@ pub enum TokenGrant {
 /// housekeeping reads the workers need.
 pub trait QueueStore: Send + Sync + 'static {
     /// Moves up to `limit` due, queued messages of one (unpaused) type straight to
-    /// `running`, leased to `owner` until `lease_until`, counting the attempt; returns
+    /// `running`, leased to `owner` until `lease_until`, counting the attempt and the claim
+    /// ([`Claimed::claim`]); returns
     /// them in claim order (priority, due time, id). One statement (or one short write
     /// transaction) per batch; concurrent claimers never get the same message.
     fn claim<'a>(
@@ -80,7 +81,7 @@ pub trait QueueStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Vec<Claimed>, Error>>;
 
     /// Applies a batch of settlements of `owner`'s claims in one transaction. Each one
-    /// only applies while its message is still leased to `owner` for its attempt; the
+    /// only applies while its message is still leased to `owner` under its claim; the
     /// others are counted as fenced and change nothing.
     fn settle<'a>(
         &'a self,

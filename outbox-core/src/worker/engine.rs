@@ -2,13 +2,15 @@
 //! on the storage port.
 //!
 //! * **Claims** move a batch of due messages straight to `running` with a lease (one
-//!   statement per batch). The next batch is claimed while the current one runs, but the
-//!   buffer of claimed, unstarted messages never exceeds the batch size, and a message
+//!   statement per batch). The next whole batch is claimed once half a batch is left in
+//!   the buffer, so the buffer of claimed, unstarted messages never exceeds a batch and a
+//!   half, and a message
 //!   that waits in it for half its lease (its type was paused, its rate bucket is empty)
 //!   is released unchanged, so nothing sits claimed and idle past its lease.
 //! * **Settlements** (done, retry, release, bury) are sent to a flusher task that writes
 //!   whatever has accumulated in one transaction while the claims go on; a settlement
-//!   applies only while the message is still leased to this worker for its attempt.
+//!   applies only while the message is still leased to this worker under its claim (the
+//!   claim count, which a snooze or release never gives back, unlike the attempt).
 //! * **Heartbeats** every `heartbeat_interval` extend the leases of everything the worker
 //!   holds and rescue the messages of workers whose leases expired.
 //! * **Wake-ups**: an idle worker claims again when its backend signals a commit of its

@@ -3,7 +3,7 @@
 //! caller's transaction stays usable. The statements NOTIFY the written types themselves
 //! (`pg_notify` on their `RETURNING` rows); PostgreSQL delivers it at commit.
 
-crate::backend::enqueue_batch::returning_enqueue!(
+crate::backend::enqueue_batch::batch_enqueue!(
     sqlx::PgConnection,
     "src/backend/postgres/queries",
     batch = returning

@@ -9,7 +9,7 @@ use sqlx::SqliteConnection;
 
 use crate::enqueue::NewMessage;
 
-crate::backend::enqueue_batch::returning_enqueue!(
+crate::backend::enqueue_batch::batch_enqueue!(
     sqlx::SqliteConnection,
     "src/backend/sqlite/queries",
     batch = counted,
