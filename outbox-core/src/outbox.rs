@@ -368,8 +368,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// The worker settings of one registration.
     fn settings_of(&self, r: &Registration) -> crate::worker::QueueSettings {
-        r.options
-            .settings_for(r.queue, matches!(self.retention, Retention::KeepFor(_)))
+        r.options.settings_for(
+            r.queue,
+            matches!(self.retention, Retention::KeepFor(_)),
+            self.backend.max_default_batch(),
+        )
     }
 
     /// Reports (or, if configured, gives up) pending messages of unregistered types.

@@ -9,7 +9,8 @@ const DEFAULT_BATCH: usize = 100;
 
 /// How the worker of one message type runs.
 ///
-/// Defaults: concurrency 10, batch 100, poll every 20 ms when idle (new messages also wake
+/// Defaults: concurrency 10, batch 100 (on PostgreSQL and MariaDB growing to 500 while the
+/// handlers outpace the claims), poll every 20 ms when idle (new messages also wake
 /// idle workers: PostgreSQL NOTIFY, or a SQLite commit in the same process), leases
 /// extended every 10 s and lost after 3 missed heartbeats (their messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
@@ -53,11 +54,18 @@ impl QueueOptions {
         self
     }
 
-    /// Messages claimed per statement; the next batch is claimed while one runs, and at
-    /// most this many claimed messages wait in memory for a free slot (default 100, or the
-    /// concurrency for a rate-limited type, whose backlog waits for tokens anyway).
-    /// Larger batches mean fewer, larger transactions; claimed messages that wait half
-    /// their lease without starting are given back.
+    /// Messages claimed per statement; the next batch is claimed once half a batch is
+    /// left, so at most a batch and a half of claimed messages wait in memory for a free
+    /// slot. Larger batches mean fewer, larger transactions; claimed messages that wait
+    /// half their lease without starting are given back.
+    ///
+    /// Unset, the batch is 100. On PostgreSQL and MariaDB it doubles, up to 500, each time
+    /// the handlers finish a batch before the next claim returns (a fast backlog), and a
+    /// claim that finds fewer messages than it asked for starts it over at 100; slow
+    /// handlers never wait for a claim, so they keep batches of 100. SQLite keeps 100:
+    /// there larger batches sped a no-op drain up by about 30 % but raised a worker's
+    /// peak memory by about 20 MB. A rate-limited type claims its concurrency, and never
+    /// more, since its backlog waits for tokens anyway. Set here, the batch is fixed.
     pub fn batch_size(mut self, n: usize) -> Self {
         self.batch_size = Some(n);
         self
@@ -143,14 +151,26 @@ impl QueueOptions {
         self.concurrency
     }
 
-    pub(crate) fn settings_for(&self, type_tag: &'static str, keep_done: bool) -> QueueSettings {
+    /// The worker settings of `type_tag`; `max_default` is how far the database lets a
+    /// default batch grow.
+    pub(crate) fn settings_for(
+        &self,
+        type_tag: &'static str,
+        keep_done: bool,
+        max_default: usize,
+    ) -> QueueSettings {
+        let batch_size = self.batch_size.unwrap_or(match self.bucket {
+            Some(_) => self.concurrency,
+            None => DEFAULT_BATCH,
+        });
         QueueSettings {
             type_tag,
             keep_done,
-            batch_size: self.batch_size.unwrap_or(match self.bucket {
-                Some(_) => self.concurrency,
-                None => DEFAULT_BATCH,
-            }),
+            batch_size,
+            max_batch_size: match (self.batch_size, &self.bucket) {
+                (None, None) => max_default.max(batch_size),
+                _ => batch_size,
+            },
             poll_interval: self.poll_interval,
             heartbeat_interval: self.heartbeat_interval,
             missed_heartbeats: self.missed_heartbeats,

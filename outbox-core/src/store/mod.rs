@@ -230,4 +230,11 @@ pub trait Backend:
     /// without a commit signal returns a registry nobody notifies (workers then find new
     /// messages at their poll tick).
     fn wakeups(&self) -> std::sync::Arc<Wakeups>;
+
+    /// The most a type's default batch grows to while its handlers outpace the claims
+    /// (see `QueueOptions::batch_size`): larger claims and settlements share each
+    /// transaction's fixed cost among more messages. The default batch itself is 100.
+    fn max_default_batch(&self) -> usize {
+        500
+    }
 }

@@ -4,9 +4,10 @@
 //! * **Claims** move a batch of due messages straight to `running` with a lease (one
 //!   statement per batch). The next whole batch is claimed once half a batch is left in
 //!   the buffer, so the buffer of claimed, unstarted messages never exceeds a batch and a
-//!   half, and a message
-//!   that waits in it for half its lease (its type was paused, its rate bucket is empty)
-//!   is released unchanged, so nothing sits claimed and idle past its lease.
+//!   half, and a message that waits in it for half its lease (its type was paused, its
+//!   rate bucket is empty) is released unchanged, so nothing sits claimed and idle past
+//!   its lease. The batch doubles, up to the type's maximum, while the handlers run dry
+//!   before a prefetch returns ([`ClaimSize`]).
 //! * **Settlements** (done, retry, release, bury) are sent to a flusher task that writes
 //!   whatever has accumulated in one transaction while the claims go on; a settlement
 //!   applies only while the message is still leased to this worker under its claim (the
@@ -42,6 +43,7 @@ use tokio::{
 };
 
 use super::{
+    claim_size::ClaimSize,
     settle::SettleLayer,
     shared::{EngineSettings, Shared},
 };
@@ -67,6 +69,8 @@ pub(crate) struct Engine<B: Backend> {
     claim: Option<BoxFuture<'static, Result<Vec<Claimed>, Error>>>,
     /// How many messages the running claim asked for.
     claim_limit: usize,
+    /// How many to claim at a time.
+    size: ClaimSize,
     /// Waiting for a wake-up or the tick before the next claim.
     idle: Option<BoxFuture<'static, ()>>,
     backoff: Duration,
@@ -88,6 +92,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) fn start(store: B, settings: EngineSettings) -> Self {
         let (settle_tx, settle_rx) = mpsc::unbounded_channel();
         let wake = store.wakeups().subscribe(settings.type_tag);
+        let size = ClaimSize::new(settings.batch_size, settings.max_batch_size);
         let shared = Arc::new(Shared {
             store,
             settings,
@@ -105,6 +110,7 @@ impl<B: Backend> Engine<B> {
             wake,
             claim: None,
             claim_limit: 0,
+            size,
             idle: None,
             backoff: Duration::ZERO,
             background: Background(vec![flusher, heartbeat]),
@@ -120,23 +126,19 @@ impl<B: Backend> Engine<B> {
             .len()
     }
 
-    /// Below this many buffered messages the next batch is claimed while they run.
-    fn refill_below(&self) -> usize {
-        self.shared.settings.batch_size / 2
-    }
-
     /// Starts a claim for the free room in the buffer, unless one runs or there is none.
     /// The buffer holds a batch and a half, and a refill starts only once half a batch is
     /// left, so every claim but the last asks for at least a whole batch (claims of half a
     /// batch cost twice the claim statements and commits per message).
     fn start_claim(&mut self) {
-        let batch = self.shared.settings.batch_size;
-        let room = (batch + self.refill_below()).saturating_sub(self.buffered());
+        let buffered = self.buffered();
+        let room = self.size.room(buffered);
         if self.claim.is_some() || room == 0 {
             return;
         }
         let shared = Arc::clone(&self.shared);
         self.claim_limit = room;
+        self.size.claim_started(buffered);
         self.claim = Some(Box::pin(async move {
             let now = SystemTime::now();
             let s = &shared.settings;
@@ -171,6 +173,7 @@ impl<B: Backend> Engine<B> {
             Ok(claimed) => {
                 self.backoff = Duration::ZERO;
                 let full = claimed.len() >= self.claim_limit;
+                self.size.claim_done(full);
                 if !full {
                     // Nothing more is due now: wait for a wake-up or the tick.
                     self.arm_idle(self.shared.settings.poll_interval, true);
@@ -180,6 +183,7 @@ impl<B: Backend> Engine<B> {
                 buffer.extend(claimed.into_iter().map(|c| (c, now)));
             }
             Err(e) => {
+                self.size.claim_done(false);
                 self.backoff = (self.backoff * 2)
                     .max(self.shared.settings.poll_interval)
                     .min(MAX_CLAIM_BACKOFF);
@@ -251,7 +255,7 @@ impl<B: Backend> ApalisBackend for Engine<B> {
             if let Some(claimed) = self.pop() {
                 // Prefetch: once half a batch is left, claim the next batch while these
                 // run (not while idle: nothing more was due at the last claim).
-                if self.idle.is_none() && self.buffered() <= self.refill_below() {
+                if self.idle.is_none() && self.buffered() <= self.size.refill_below() {
                     self.start_claim();
                     self.poll_claim(cx);
                 }
@@ -259,6 +263,7 @@ impl<B: Backend> ApalisBackend for Engine<B> {
                 return Poll::Ready(Some(Ok(task_of(claimed))));
             }
             if self.claim.is_some() {
+                self.size.slot_waits();
                 return Poll::Pending;
             }
             if let Some(idle) = self.idle.as_mut() {
@@ -334,9 +339,9 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
     while let Some(first) = rx.recv().await {
         batch.push(first);
         // Attempts still running will report soon: let them share this transaction, up to
-        // a full batch or MAX_SETTLE_WAIT. Once none runs, nothing is gained by waiting.
+        // the largest claim or MAX_SETTLE_WAIT. Once none runs, nothing is gained by waiting.
         let deadline = tokio::time::Instant::now() + MAX_SETTLE_WAIT;
-        let enough = shared.settings.batch_size.clamp(1, MAX_SETTLE_BATCH);
+        let enough = shared.settings.max_batch_size.clamp(1, MAX_SETTLE_BATCH);
         loop {
             while let Ok(s) = rx.try_recv() {
                 batch.push(s);

@@ -1,6 +1,7 @@
 //! Workers: one apalis worker per registered message type, over the shared engine,
 //! supervised and restarted.
 
+mod claim_size;
 mod dispatch;
 mod engine;
 mod names;
@@ -24,8 +25,12 @@ pub(crate) use supervisor::supervise;
 pub struct QueueSettings {
     /// The type tag it delivers.
     pub type_tag: &'static str,
-    /// Messages claimed per statement (and most held claimed before they start).
+    /// Messages claimed per statement at first (a worker holds up to a batch and a half
+    /// claimed before they start).
     pub batch_size: usize,
+    /// The most a claim grows to while the handlers outpace the claims (at least
+    /// `batch_size`; equal to it, the batch never grows).
+    pub max_batch_size: usize,
     /// How often an idle worker looks for due messages without a wake-up.
     pub poll_interval: Duration,
     /// How often the worker extends its leases; a worker silent for

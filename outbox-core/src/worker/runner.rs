@@ -24,6 +24,7 @@ pub(crate) async fn run_worker<B: Backend>(
             type_tag: settings.type_tag,
             owner: worker.name().to_owned(),
             batch_size: settings.batch_size,
+            max_batch_size: settings.max_batch_size,
             poll_interval: settings.poll_interval,
             heartbeat_interval: settings.heartbeat_interval,
             lease: settings.lease(),

@@ -25,8 +25,10 @@ pub(crate) struct EngineSettings {
     pub(crate) type_tag: &'static str,
     /// The lease owner: this worker's unique name.
     pub(crate) owner: String,
-    /// Messages claimed per statement; also the most held claimed-but-unstarted.
+    /// Messages claimed per statement at first.
     pub(crate) batch_size: usize,
+    /// The most a claim grows to (see `ClaimSize`).
+    pub(crate) max_batch_size: usize,
     /// How long an idle worker waits before claiming again without a wake-up.
     pub(crate) poll_interval: Duration,
     /// How often leases are extended and expired ones rescued.

@@ -140,4 +140,11 @@ impl Backend for SqliteBackend {
     fn wakeups(&self) -> Arc<Wakeups> {
         wakeups()
     }
+
+    /// No growth: larger SQLite transactions drained a no-op backlog about 30 % faster but
+    /// raised a worker's peak memory from about 27 to 46 MB (the allocator keeps what each
+    /// connection thread used).
+    fn max_default_batch(&self) -> usize {
+        100
+    }
 }

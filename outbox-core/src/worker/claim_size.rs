@@ -1,0 +1,133 @@
+//! How many messages a worker claims at a time.
+//!
+//! A claim starts at the type's batch size. When the handlers finish a prefetched batch
+//! before the next claim returns (a slot waited on the database), and that claim came back
+//! full, the next one asks for twice as many, up to the maximum: a fast backlog is then
+//! claimed in fewer, larger transactions. A claim that comes back short (the backlog is
+//! done) starts over at the batch size. Slow handlers never wait on a claim, so their
+//! batches, and the messages held claimed before they start, stay small.
+
+/// The claim size of one worker and what moves it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClaimSize {
+    base: usize,
+    max: usize,
+    current: usize,
+    /// The running claim is a prefetch (messages were buffered when it started).
+    prefetch: bool,
+    /// A slot waited for the running prefetch: the buffer ran dry.
+    starved: bool,
+}
+
+impl ClaimSize {
+    /// Starts at `base`, grows up to `max` (at least `base`).
+    pub(crate) fn new(base: usize, max: usize) -> Self {
+        let base = base.max(1);
+        Self {
+            base,
+            max: max.max(base),
+            current: base,
+            prefetch: false,
+            starved: false,
+        }
+    }
+
+    /// The current batch.
+    #[cfg(test)]
+    pub(crate) fn batch(&self) -> usize {
+        self.current
+    }
+
+    /// Below this many buffered messages the next batch is claimed while they run.
+    pub(crate) fn refill_below(&self) -> usize {
+        self.current / 2
+    }
+
+    /// How many to ask for with `buffered` messages waiting: the buffer holds a batch and a
+    /// half, and a refill starts only once half a batch is left, so every claim but the
+    /// last asks for at least a whole batch.
+    pub(crate) fn room(&self, buffered: usize) -> usize {
+        (self.current + self.refill_below()).saturating_sub(buffered)
+    }
+
+    /// A claim starts while `buffered` messages wait.
+    pub(crate) fn claim_started(&mut self, buffered: usize) {
+        self.prefetch = buffered > 0;
+        self.starved = false;
+    }
+
+    /// A slot found the buffer empty while a claim runs.
+    pub(crate) fn slot_waits(&mut self) {
+        if self.prefetch {
+            self.starved = true;
+        }
+    }
+
+    /// The running claim returned `full` (as many as it asked for) or not.
+    pub(crate) fn claim_done(&mut self, full: bool) {
+        if !full {
+            self.current = self.base;
+        } else if self.starved {
+            self.current = (self.current * 2).min(self.max);
+        }
+        self.prefetch = false;
+        self.starved = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_only_when_a_prefetch_left_a_slot_waiting() {
+        let mut size = ClaimSize::new(100, 500);
+        // The first claim of a run: nothing was buffered, so waiting for it says nothing.
+        size.claim_started(0);
+        size.slot_waits();
+        size.claim_done(true);
+        assert_eq!(size.batch(), 100);
+        // A prefetch that the handlers outran: double, up to the maximum.
+        for expected in [200, 400, 500, 500] {
+            size.claim_started(size.refill_below());
+            size.slot_waits();
+            size.claim_done(true);
+            assert_eq!(size.batch(), expected);
+        }
+        assert_eq!(size.room(0), 750);
+        assert_eq!(size.room(250), 500);
+    }
+
+    #[test]
+    fn slow_handlers_keep_the_batch() {
+        let mut size = ClaimSize::new(100, 500);
+        for _ in 0..10 {
+            size.claim_started(50);
+            size.claim_done(true);
+        }
+        assert_eq!(size.batch(), 100);
+        assert_eq!(size.room(50), 100);
+    }
+
+    #[test]
+    fn a_short_claim_starts_over() {
+        let mut size = ClaimSize::new(100, 500);
+        size.claim_started(50);
+        size.slot_waits();
+        size.claim_done(true);
+        assert_eq!(size.batch(), 200);
+        size.claim_started(100);
+        size.claim_done(false);
+        assert_eq!(size.batch(), 100);
+    }
+
+    #[test]
+    fn a_fixed_batch_never_moves() {
+        let mut size = ClaimSize::new(6, 6);
+        size.claim_started(3);
+        size.slot_waits();
+        size.claim_done(true);
+        assert_eq!(size.batch(), 6);
+        assert_eq!(ClaimSize::new(0, 0).batch(), 1);
+    }
+}
