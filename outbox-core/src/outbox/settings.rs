@@ -62,7 +62,8 @@ impl QueueOptions {
     /// Unset, the batch is 100. On PostgreSQL and MariaDB it doubles, up to 500, each time
     /// the handlers finish a batch before the next claim returns (a fast backlog), and a
     /// claim that finds fewer messages than it asked for starts it over at 100; slow
-    /// handlers never wait for a claim, so they keep batches of 100. SQLite keeps 100:
+    /// handlers never wait for a claim, so they keep batches of 100, and a batch whose
+    /// doubling would hold more than 16 MiB of payloads stays as it is. SQLite keeps 100:
     /// there larger batches sped a no-op drain up by about 30 % but raised a worker's
     /// peak memory by about 20 MB. A rate-limited type claims its concurrency, and never
     /// more, since its backlog waits for tokens anyway. Set here, the batch is fixed.

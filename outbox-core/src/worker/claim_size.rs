@@ -5,7 +5,12 @@
 //! full, the next one asks for twice as many, up to the maximum: a fast backlog is then
 //! claimed in fewer, larger transactions. A claim that comes back short (the backlog is
 //! done) starts over at the batch size. Slow handlers never wait on a claim, so their
-//! batches, and the messages held claimed before they start, stay small.
+//! batches, and the messages held claimed before they start, stay small. Nor does a batch
+//! grow past [`GROWTH_BYTES`] of payloads: large messages keep the batch they started with.
+
+/// A batch doubles only while twice the payload bytes of the claim that came back stay
+/// within this (so a worker holds at most about a batch and a half of it in memory).
+pub(crate) const GROWTH_BYTES: usize = 16 * 1024 * 1024;
 
 /// The claim size of one worker and what moves it.
 #[derive(Debug, Clone)]
@@ -63,11 +68,12 @@ impl ClaimSize {
         }
     }
 
-    /// The running claim returned `full` (as many as it asked for) or not.
-    pub(crate) fn claim_done(&mut self, full: bool) {
+    /// The running claim returned `full` (as many as it asked for) or not, with `bytes`
+    /// of payloads.
+    pub(crate) fn claim_done(&mut self, full: bool, bytes: usize) {
         if !full {
             self.current = self.base;
-        } else if self.starved {
+        } else if self.starved && bytes.saturating_mul(2) <= GROWTH_BYTES {
             self.current = (self.current * 2).min(self.max);
         }
         self.prefetch = false;
@@ -85,13 +91,13 @@ mod tests {
         // The first claim of a run: nothing was buffered, so waiting for it says nothing.
         size.claim_started(0);
         size.slot_waits();
-        size.claim_done(true);
+        size.claim_done(true, 10_000);
         assert_eq!(size.batch(), 100);
         // A prefetch that the handlers outran: double, up to the maximum.
         for expected in [200, 400, 500, 500] {
             size.claim_started(size.refill_below());
             size.slot_waits();
-            size.claim_done(true);
+            size.claim_done(true, 10_000);
             assert_eq!(size.batch(), expected);
         }
         assert_eq!(size.room(0), 750);
@@ -103,7 +109,7 @@ mod tests {
         let mut size = ClaimSize::new(100, 500);
         for _ in 0..10 {
             size.claim_started(50);
-            size.claim_done(true);
+            size.claim_done(true, 10_000);
         }
         assert_eq!(size.batch(), 100);
         assert_eq!(size.room(50), 100);
@@ -114,11 +120,26 @@ mod tests {
         let mut size = ClaimSize::new(100, 500);
         size.claim_started(50);
         size.slot_waits();
-        size.claim_done(true);
+        size.claim_done(true, 10_000);
         assert_eq!(size.batch(), 200);
         size.claim_started(100);
-        size.claim_done(false);
+        size.claim_done(false, 10_000);
         assert_eq!(size.batch(), 100);
+    }
+
+    #[test]
+    fn large_payloads_keep_the_batch() {
+        let mut size = ClaimSize::new(100, 500);
+        // 100 messages of 50 KiB: 5 MiB, doubling to 10 MiB is within the budget.
+        size.claim_started(50);
+        size.slot_waits();
+        size.claim_done(true, 100 * 50 * 1024);
+        assert_eq!(size.batch(), 200);
+        // 200 of 50 KiB: 10 MiB, doubling would hold 20 MiB.
+        size.claim_started(100);
+        size.slot_waits();
+        size.claim_done(true, 200 * 50 * 1024);
+        assert_eq!(size.batch(), 200);
     }
 
     #[test]
@@ -126,7 +147,7 @@ mod tests {
         let mut size = ClaimSize::new(6, 6);
         size.claim_started(3);
         size.slot_waits();
-        size.claim_done(true);
+        size.claim_done(true, 60);
         assert_eq!(size.batch(), 6);
         assert_eq!(ClaimSize::new(0, 0).batch(), 1);
     }

@@ -173,7 +173,8 @@ impl<B: Backend> Engine<B> {
             Ok(claimed) => {
                 self.backoff = Duration::ZERO;
                 let full = claimed.len() >= self.claim_limit;
-                self.size.claim_done(full);
+                let bytes = claimed.iter().map(|c| c.payload.len()).sum();
+                self.size.claim_done(full, bytes);
                 if !full {
                     // Nothing more is due now: wait for a wake-up or the tick.
                     self.arm_idle(self.shared.settings.poll_interval, true);
@@ -183,7 +184,7 @@ impl<B: Backend> Engine<B> {
                 buffer.extend(claimed.into_iter().map(|c| (c, now)));
             }
             Err(e) => {
-                self.size.claim_done(false);
+                self.size.claim_done(false, 0);
                 self.backoff = (self.backoff * 2)
                     .max(self.shared.settings.poll_interval)
                     .min(MAX_CLAIM_BACKOFF);
