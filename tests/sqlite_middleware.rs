@@ -1,6 +1,8 @@
 //! The middleware stack on a real SQLite file: durable retries, dead letters, orphan
 //! cleanup, rate buckets, pause/resume and status counts.
 
+#[path = "common/captured.rs"]
+mod captured;
 mod common;
 
 use std::{
@@ -11,6 +13,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use captured::Captured;
 use common::{eventually, TestDb};
 use outbox::{
     backend::{RateBucketStore, TokenGrant},
@@ -707,34 +710,13 @@ async fn a_panicking_orphan_check_defers_the_message_and_the_worker_goes_on() {
     assert!(last.unwrap().contains("orphan check panicked"));
 }
 
-/// Captures what a `fmt` subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn every_token_grant_is_traced_with_its_bucket_and_time() {
     let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer({
-            let c = captured.clone();
-            move || c.clone()
-        })
-        .with_ansi(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
-            "{}=trace",
-            outbox::layers::rate_limit::GRANT_EVENT_TARGET
-        )))
-        .finish();
+    let subscriber = captured.subscriber(&format!(
+        "{}=trace",
+        outbox::layers::rate_limit::GRANT_EVENT_TARGET
+    ));
     // This test's runtime runs every task on this thread, so a thread default suffices.
     let _guard = tracing::subscriber::set_default(subscriber);
 
@@ -748,7 +730,7 @@ async fn every_token_grant_is_traced_with_its_bucket_and_time() {
         );
     assert_eq!(outbox.drain().await.unwrap().counts.delivered, 2);
 
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.take();
     let grants: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("rate token granted"))

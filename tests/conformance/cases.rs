@@ -13,7 +13,7 @@ use outbox::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::harness::Harness;
+use super::{captured::Captured, harness::Harness};
 
 #[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
 #[outbox(type = "conf.mail", key(n), max_attempts = 5)]
@@ -988,4 +988,55 @@ pub async fn a_key_held_by_an_open_transaction_times_out_clearly<H: Harness>() {
     b.rollback().await.unwrap();
     a.commit().await.unwrap();
     assert_eq!(h.count_messages("conf.mail").await, 1);
+}
+
+/// The batch sizes the engine announced in `text`.
+fn announced_batches(text: &str) -> Vec<usize> {
+    text.lines()
+        .filter(|l| l.contains("claim batch changed"))
+        .map(|l| {
+            l.split("batch=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no batch in {l}"))
+        })
+        .collect()
+}
+
+/// A backlog drained by handlers faster than the claims grows the default batch on
+/// PostgreSQL and MariaDB (never past 500, back to 100 when the backlog is done); SQLite
+/// and an explicit batch size keep their batch. Runs on one thread, so the test's
+/// subscriber sees the engine's events.
+pub async fn a_fast_backlog_grows_the_default_batch<H: Harness>() {
+    let captured = Captured::default();
+    let subscriber = captured.subscriber("outbox_core::worker::engine=debug");
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let h = H::new().await;
+    let noop = |_: Mail, _: MessageContext| async { Ok::<(), HandlerError>(()) };
+    let mut n = 0;
+    for (options, default_batch) in [
+        (QueueOptions::new(), true),
+        (QueueOptions::new().batch_size(100), false),
+    ] {
+        let mut tx = h.pool().begin().await.unwrap();
+        let mails: Vec<Mail> = (n..n + 10_000).map(|n| Mail { n }).collect();
+        n += 10_000;
+        enqueue_many(&mut *tx, &mails).await.unwrap();
+        tx.commit().await.unwrap();
+        let report = Outbox::new(h.backend())
+            .register_with::<Mail, _>(noop, options)
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(report.counts.delivered, 10_000);
+        let batches = announced_batches(&captured.take());
+        if default_batch && H::NAME != "sqlite" {
+            assert!(batches.contains(&200), "the batch grew: {batches:?}");
+            assert!(batches.iter().all(|&b| b <= 500), "{batches:?}");
+            assert_eq!(batches.last(), Some(&100), "back to 100: {batches:?}");
+        } else {
+            assert!(batches.is_empty(), "the batch stays: {batches:?}");
+        }
+    }
 }

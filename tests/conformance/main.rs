@@ -4,6 +4,8 @@
 //! (default `mysql://root@127.0.0.1:3306/test`); each test creates and drops its own
 //! database there. An unreachable server fails the tests loudly.
 
+#[path = "../common/captured.rs"]
+mod captured;
 mod cases;
 mod harness;
 #[cfg(feature = "postgres")]
@@ -97,6 +99,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_key_held_by_an_open_transaction_times_out_clearly() {
                 cases::a_key_held_by_an_open_transaction_times_out_clearly::<H>().await
+            }
+            #[tokio::test]
+            async fn a_fast_backlog_grows_the_default_batch() {
+                cases::a_fast_backlog_grows_the_default_batch::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {

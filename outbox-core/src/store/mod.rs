@@ -233,7 +233,8 @@ pub trait Backend:
 
     /// The most a type's default batch grows to while its handlers outpace the claims
     /// (see `QueueOptions::batch_size`): larger claims and settlements share each
-    /// transaction's fixed cost among more messages. The default batch itself is 100.
+    /// transaction's fixed cost among more messages. The default batch itself is 100; a
+    /// value at or below it means the batch never grows.
     fn max_default_batch(&self) -> usize {
         500
     }

@@ -9,7 +9,8 @@
 //! grow past [`GROWTH_BYTES`] of payloads: large messages keep the batch they started with.
 
 /// A batch doubles only while twice the payload bytes of the claim that came back stay
-/// within this (so a worker holds at most about a batch and a half of it in memory).
+/// within this, so a grown batch holds about this much at most (and a worker's buffer a
+/// batch and a half).
 pub(crate) const GROWTH_BYTES: usize = 16 * 1024 * 1024;
 
 /// The claim size of one worker and what moves it.
@@ -38,7 +39,6 @@ impl ClaimSize {
     }
 
     /// The current batch.
-    #[cfg(test)]
     pub(crate) fn batch(&self) -> usize {
         self.current
     }
@@ -85,6 +85,13 @@ impl ClaimSize {
 mod tests {
     use super::*;
 
+    /// A prefetch that the handlers outran (a slot waited) and that came back full.
+    fn outrun(size: &mut ClaimSize, bytes: usize) {
+        size.claim_started(size.refill_below());
+        size.slot_waits();
+        size.claim_done(true, bytes);
+    }
+
     #[test]
     fn grows_only_when_a_prefetch_left_a_slot_waiting() {
         let mut size = ClaimSize::new(100, 500);
@@ -95,9 +102,7 @@ mod tests {
         assert_eq!(size.batch(), 100);
         // A prefetch that the handlers outran: double, up to the maximum.
         for expected in [200, 400, 500, 500] {
-            size.claim_started(size.refill_below());
-            size.slot_waits();
-            size.claim_done(true, 10_000);
+            outrun(&mut size, 10_000);
             assert_eq!(size.batch(), expected);
         }
         assert_eq!(size.room(0), 750);
@@ -118,9 +123,7 @@ mod tests {
     #[test]
     fn a_short_claim_starts_over() {
         let mut size = ClaimSize::new(100, 500);
-        size.claim_started(50);
-        size.slot_waits();
-        size.claim_done(true, 10_000);
+        outrun(&mut size, 10_000);
         assert_eq!(size.batch(), 200);
         size.claim_started(100);
         size.claim_done(false, 10_000);
@@ -131,23 +134,17 @@ mod tests {
     fn large_payloads_keep_the_batch() {
         let mut size = ClaimSize::new(100, 500);
         // 100 messages of 50 KiB: 5 MiB, doubling to 10 MiB is within the budget.
-        size.claim_started(50);
-        size.slot_waits();
-        size.claim_done(true, 100 * 50 * 1024);
+        outrun(&mut size, 100 * 50 * 1024);
         assert_eq!(size.batch(), 200);
         // 200 of 50 KiB: 10 MiB, doubling would hold 20 MiB.
-        size.claim_started(100);
-        size.slot_waits();
-        size.claim_done(true, 200 * 50 * 1024);
+        outrun(&mut size, 200 * 50 * 1024);
         assert_eq!(size.batch(), 200);
     }
 
     #[test]
     fn a_fixed_batch_never_moves() {
         let mut size = ClaimSize::new(6, 6);
-        size.claim_started(3);
-        size.slot_waits();
-        size.claim_done(true, 60);
+        outrun(&mut size, 60);
         assert_eq!(size.batch(), 6);
         assert_eq!(ClaimSize::new(0, 0).batch(), 1);
     }

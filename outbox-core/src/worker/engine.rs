@@ -174,7 +174,7 @@ impl<B: Backend> Engine<B> {
                 self.backoff = Duration::ZERO;
                 let full = claimed.len() >= self.claim_limit;
                 let bytes = claimed.iter().map(|c| c.payload.len()).sum();
-                self.size.claim_done(full, bytes);
+                self.claim_done(full, bytes);
                 if !full {
                     // Nothing more is due now: wait for a wake-up or the tick.
                     self.arm_idle(self.shared.settings.poll_interval, true);
@@ -184,7 +184,7 @@ impl<B: Backend> Engine<B> {
                 buffer.extend(claimed.into_iter().map(|c| (c, now)));
             }
             Err(e) => {
-                self.size.claim_done(false, 0);
+                self.claim_done(false, 0);
                 self.backoff = (self.backoff * 2)
                     .max(self.shared.settings.poll_interval)
                     .min(MAX_CLAIM_BACKOFF);
@@ -198,6 +198,18 @@ impl<B: Backend> Engine<B> {
             }
         }
         true
+    }
+
+    /// Lets the claim size learn how the last claim went, and says at DEBUG when it moves.
+    fn claim_done(&mut self, full: bool, bytes: usize) {
+        let before = self.size.batch();
+        self.size.claim_done(full, bytes);
+        if self.size.batch() != before {
+            tracing::debug!(
+                message.type = self.shared.settings.type_tag, batch = self.size.batch(),
+                "claim batch changed"
+            );
+        }
     }
 
     /// Waits `wait` before the next claim, or until a wake-up if `wakeable`.
