@@ -549,12 +549,7 @@ async fn the_bucket_refills_at_its_rate_and_a_new_rate_applies_at_once() {
         .set_rate_limit("smtp", RateLimit::per_second(2.0).burst(5))
         .await
         .unwrap();
-    let secs = |c: &ManualClock| {
-        outbox::clock::Clock::now(c)
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64()
-    };
+    let secs = |c: &ManualClock| outbox::clock::Clock::database_now(c);
 
     for _ in 0..5 {
         assert_eq!(

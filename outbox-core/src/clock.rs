@@ -1,28 +1,83 @@
-//! Where the layers read the time (so tests can control it), and the one place times are
-//! converted to the units the database stores.
+//! Where the outbox reads the time (so tests can control it), which clock the database
+//! work runs on, and the one place times are converted to the units the database stores.
+//!
+//! # One time authority
+//!
+//! Due times, leases, the rescue of expired leases and rate-bucket refills are computed by
+//! the database from its own clock on PostgreSQL and MariaDB (`now()`, `@@timestamp`), so
+//! processes on hosts whose clocks disagree still agree on when a message is due and when a
+//! lease has run out. SQLite lives on one host and uses the process clock. A test that
+//! injects a [`ManualClock`] pins that time instead ([`Clock::database_now`]), on every
+//! database, so it can expire a lease or make a retry due without sleeping.
 
 use std::{
     sync::{Arc, Mutex},
     time::{Duration, SystemTime},
 };
 
-/// A source of the current time.
-pub trait Clock: Send + Sync + 'static {
-    /// The current time.
-    fn now(&self) -> SystemTime;
+/// The time a database operation runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Now {
+    /// The database's own clock (PostgreSQL, MariaDB); on SQLite, the process clock.
+    Database,
+    /// This time, whatever the database's clock says (a test's [`ManualClock`]).
+    At(SystemTime),
 }
 
-/// The system's clock.
+impl Now {
+    /// The time this stands for, reading the process clock for [`Now::Database`] (the
+    /// database's own clock is only read by the database).
+    pub fn or_system(self) -> SystemTime {
+        match self {
+            Now::Database => system_now(),
+            Now::At(t) => t,
+        }
+    }
+}
+
+/// When a message is due: a delay after the database's `now`, or a chosen time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// This long after `now` (by the clock the database work runs on).
+    After(Duration),
+    /// At this time; a time already past means due at once.
+    At(SystemTime),
+}
+
+/// A source of the current time.
+pub trait Clock: Send + Sync + 'static {
+    /// The current time, as this process sees it (for logs, metrics and displays).
+    fn now(&self) -> SystemTime;
+
+    /// The time database work runs at: the database's own clock unless this clock pins
+    /// the time. The default pins [`Clock::now`]; [`SystemClock`] leaves the time to the
+    /// database.
+    fn database_now(&self) -> Now {
+        Now::At(self.now())
+    }
+}
+
+/// The system's clock; database work runs on the database's clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
-        SystemTime::now()
+        system_now()
+    }
+
+    fn database_now(&self) -> Now {
+        Now::Database
     }
 }
 
-/// A clock that only moves when told to (for tests).
+/// The process's wall clock: the one place the library reads it.
+pub fn system_now() -> SystemTime {
+    SystemTime::now()
+}
+
+/// A clock that only moves when told to (for tests): database work runs at its time too,
+/// so advancing it past a lease expires the lease, and past a due time makes it due.
 #[derive(Debug, Clone)]
 pub struct ManualClock(Arc<Mutex<SystemTime>>);
 

@@ -7,12 +7,7 @@ mod register;
 mod retention;
 mod settings;
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    sync::Arc,
-    time::{Duration, SystemTime},
-};
+use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
@@ -21,7 +16,7 @@ pub use settings::QueueOptions;
 
 use crate::{
     admin::Admin,
-    clock::{unix_secs_f64, Clock, SystemClock},
+    clock::{Clock, SystemClock},
     counters::Tally,
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
@@ -155,7 +150,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         self
     }
 
-    /// The clock the retry and rate-limit layers read (tests substitute a manual one).
+    /// The clock the outbox reads (tests substitute a [`ManualClock`](crate::clock::ManualClock)).
+    /// With the default [`SystemClock`], database work (claims, leases, rescue, due times,
+    /// rate buckets, retention) runs on the database's own clock (on SQLite, the process
+    /// clock); a clock that pins the time ([`Clock::database_now`]) makes every database use
+    /// its time instead, so a test can expire a lease or make a retry due without sleeping.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
@@ -243,19 +242,19 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         for r in &self.registrations {
             let rescued = self
                 .backend
-                .rescue_expired(r.queue, SystemTime::now())
+                .rescue_expired(r.queue, self.clock.database_now())
                 .await?;
             if rescued > 0 {
                 tracing::warn!(message.type = r.queue, rescued, "re-queued messages whose worker's lease expired (a crashed or stopped process)");
             }
         }
-        let now = unix_secs_f64(self.clock.now());
+        let now = self.clock.database_now();
         for (name, limit) in &self.buckets {
             self.backend.set_bucket(name, *limit, now).await?;
         }
         for r in &self.registrations {
             if let Some(bucket) = r.options.bucket() {
-                if self.backend.bucket(bucket).await?.is_none() {
+                if self.backend.bucket(bucket, now).await?.is_none() {
                     return Err(Error::Config(format!(
                         "`{}` uses rate bucket `{bucket}`, which does not exist; define it with \
                          Outbox::rate_limit or Admin::set_rate_limit",
@@ -295,7 +294,6 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     },
                     retry: RetryLayer {
                         schedule: Arc::new(r.options.schedule().clone()),
-                        clock: Arc::clone(&self.clock),
                         counters: tally.clone(),
                     },
                     pause: PauseLayer::new(switch),
@@ -322,6 +320,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     dispatch,
                     names.clone(),
                     stopped.clone(),
+                    Arc::clone(&self.clock),
                 ))
             })
             .collect();
@@ -331,10 +330,20 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             stopped.clone(),
         )];
         if let Some(every) = self.gauge_interval {
-            helpers.push(gauges::sample(self.backend.clone(), every, stopped.clone()));
+            helpers.push(gauges::sample(
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                every,
+                stopped.clone(),
+            ));
         }
         if let Retention::KeepFor(window) = self.retention {
-            helpers.push(retention::prune(self.backend.clone(), window, stopped));
+            helpers.push(retention::prune(
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                window,
+                stopped,
+            ));
         }
         Running {
             names,
@@ -362,7 +371,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         }
         running.helpers.iter().for_each(|h| h.abort());
         if self.gauge_interval.is_some() {
-            gauges::sample_once(&self.backend).await;
+            gauges::sample_once(&self.backend, self.clock.as_ref()).await;
         }
     }
 
@@ -391,7 +400,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             );
             let n = self
                 .backend
-                .bury_unregistered(registered, &reason, SystemTime::now())
+                .bury_unregistered(registered, &reason, self.clock.database_now())
                 .await?;
             tracing::warn!(
                 count = n,

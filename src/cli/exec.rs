@@ -19,7 +19,6 @@ use super::{
 use crate::{
     admin::{PausedType, Requeued},
     backend::Backend,
-    clock::unix_secs_f64,
     store::BucketState,
     Admin, DeadLetter, DeadLetterFilter, RateLimit, TypeCounts,
 };
@@ -409,7 +408,6 @@ impl<B: Backend> Ctx<B> {
 
     /// Prints rate buckets with their tokens now.
     fn print_buckets(&self, buckets: &[(String, BucketState)]) -> Result<()> {
-        let now = unix_secs_f64(SystemTime::now());
         if self.json {
             let items: Vec<Value> = buckets
                 .iter()
@@ -419,7 +417,7 @@ impl<B: Backend> Ctx<B> {
                         "per_second": s.limit.per_second,
                         "per_hour": s.limit.per_second * 3600.0,
                         "burst": s.limit.burst,
-                        "tokens": s.tokens_at(now),
+                        "tokens": s.tokens_now(),
                     })
                 })
                 .collect();
@@ -443,7 +441,7 @@ impl<B: Backend> Ctx<B> {
                 render::rate(s.limit.per_second),
                 format!("{:.0}", s.limit.per_second * 3600.0),
                 format!("{}", s.limit.burst),
-                format!("{:.2}", s.tokens_at(now)),
+                format!("{:.2}", s.tokens_now()),
             ]);
         }
         render::print_table(&t);

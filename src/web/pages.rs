@@ -22,8 +22,7 @@ use super::{
     signature::signature,
 };
 use crate::{
-    backend::Backend, clock::unix_secs_f64, Admin, DeadLetter, DeadLetterFilter, MessageId,
-    RateLimit, TypeCounts,
+    backend::Backend, Admin, DeadLetter, DeadLetterFilter, MessageId, RateLimit, TypeCounts,
 };
 
 /// Everything the handlers share.
@@ -272,7 +271,6 @@ pub(crate) async fn overview<B: Backend>(
     let paused = paused_map(admin).await?;
     let rows = rows(admin.status_counts().await?, &paused);
     let buckets = admin.rate_limits().await?;
-    let now = unix_secs_f64(SystemTime::now());
     let live = html! {
         section {
             h2 { "Types" }
@@ -293,7 +291,7 @@ pub(crate) async fn overview<B: Backend>(
                         @for (name, b) in &buckets {
                             tr data-bucket=(name) {
                                 td { (name) }
-                                td.n data-col="tokens" { (layout::trim(b.tokens_at(now))) }
+                                td.n data-col="tokens" { (layout::trim(b.tokens_now())) }
                                 td.n data-col="capacity" { (layout::trim(b.limit.burst)) }
                                 td.n data-col="rate" { (layout::rate(b.limit.per_second)) }
                             }

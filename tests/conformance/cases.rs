@@ -338,7 +338,8 @@ pub async fn pause_and_resume<H: Harness>() {
 pub async fn shared_rate_bucket<H: Harness>() {
     let h = H::new().await;
     let backend = h.backend();
-    let t0 = 2_000_000_000.0;
+    let t0 = std::time::UNIX_EPOCH + Duration::from_secs(2_000_000_000);
+    let at = outbox::clock::Now::At;
     let admin = Outbox::new(backend.clone()).admin();
     admin
         .set_rate_limit("conf", RateLimit::per_second(4.0).burst(2))
@@ -347,20 +348,23 @@ pub async fn shared_rate_bucket<H: Harness>() {
     // set_rate_limit stamps the bucket with the real clock; take at later, controlled times.
     for _ in 0..2 {
         assert_eq!(
-            backend.take_token("conf", t0).await.unwrap(),
+            backend.take_token("conf", at(t0)).await.unwrap(),
             TokenGrant::Granted
         );
     }
-    let TokenGrant::Wait(w) = backend.take_token("conf", t0).await.unwrap() else {
+    let TokenGrant::Wait(w) = backend.take_token("conf", at(t0)).await.unwrap() else {
         panic!("past the burst")
     };
     assert!((w.as_secs_f64() - 0.25).abs() < 1e-6, "{w:?}");
     assert_eq!(
-        backend.take_token("conf", t0 + 0.25).await.unwrap(),
+        backend
+            .take_token("conf", at(t0 + Duration::from_millis(250)))
+            .await
+            .unwrap(),
         TokenGrant::Granted
     );
     assert_eq!(
-        backend.take_token("missing", t0).await.unwrap(),
+        backend.take_token("missing", at(t0)).await.unwrap(),
         TokenGrant::NoSuchBucket
     );
 
@@ -482,7 +486,7 @@ pub async fn fan_out_ten_thousand<H: Harness>() {
 /// A worker whose lease expired and whose message another worker claimed can no longer
 /// settle it; the new holder can.
 pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
-    use outbox::store::{ClaimRequest, QueueStore, Settle, Settlement};
+    use outbox::store::{ClaimRequest, Due, Now, QueueStore, Settle, Settlement};
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     let id = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap().id().clone();
@@ -493,8 +497,8 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         type_tag: "conf.mail",
         owner,
         limit: 10,
-        now: at,
-        lease_until: at + Duration::from_millis(100),
+        now: Now::At(at),
+        lease: Duration::from_millis(100),
     };
     let first = b.claim(&claim("stale-0", now)).await.unwrap();
     assert_eq!(first.len(), 1);
@@ -505,7 +509,10 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
     );
     // The first worker stalls past its lease; the message is rescued and claimed again.
     let later = now + Duration::from_secs(1);
-    assert_eq!(b.rescue_expired("conf.mail", later).await.unwrap(), 1);
+    assert_eq!(
+        b.rescue_expired("conf.mail", Now::At(later)).await.unwrap(),
+        1
+    );
     let second = b.claim(&claim("fresh-0", later)).await.unwrap();
     assert_eq!(second.len(), 1);
     assert_eq!(second[0].attempt, 2, "the crashed attempt stays counted");
@@ -541,7 +548,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
             claim: 1,
             settle,
         }];
-        let r = b.settle("stale-0", &stale, later).await.unwrap();
+        let r = b.settle("stale-0", &stale, Now::At(later)).await.unwrap();
         assert_eq!(
             (r.applied, r.fenced),
             (0, 1),
@@ -549,7 +556,10 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         );
     }
     assert_eq!(h.count_messages("conf.mail").await, 1, "still in the queue");
-    let r = b.settle("fresh-0", &done(2, 2), later).await.unwrap();
+    let r = b
+        .settle("fresh-0", &done(2, 2), Now::At(later))
+        .await
+        .unwrap();
     assert_eq!((r.applied, r.fenced), (1, 0), "the holder settles it");
     assert_eq!(
         h.count_messages("conf.mail").await,
@@ -571,12 +581,12 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         attempt: 1,
         claim: 1,
         settle: Settle::Retry {
-            due: later,
+            due: Due::At(later),
             error: "snoozed".into(),
             give_back_attempt: true,
         },
     }];
-    let r = b.settle("same-0", &snooze, t0).await.unwrap();
+    let r = b.settle("same-0", &snooze, Now::At(t0)).await.unwrap();
     assert_eq!((r.applied, r.fenced), (1, 0));
     let again = b.claim(&claim("same-0", t0)).await.unwrap();
     assert_eq!(
@@ -584,7 +594,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         (1, 2),
         "the attempt was given back, the claim was not"
     );
-    let r = b.settle("same-0", &snooze, t0).await.unwrap();
+    let r = b.settle("same-0", &snooze, Now::At(t0)).await.unwrap();
     assert_eq!(
         (r.applied, r.fenced),
         (0, 1),
@@ -602,7 +612,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
                     note: None,
                 },
             }],
-            t0,
+            Now::At(t0),
         )
         .await
         .unwrap();
@@ -616,7 +626,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
 /// By default a delivered message is deleted and its key is free again; with retention it
 /// is kept as done (its key taken) until pruned.
 pub async fn retention_off_and_on<H: Harness>() {
-    use outbox::store::QueueStore;
+    use outbox::store::{Now, QueueStore};
     let h = H::new().await;
     let calls = Arc::new(Calls::default());
     let enqueue = |n| {
@@ -649,16 +659,20 @@ pub async fn retention_off_and_on<H: Harness>() {
     );
     let b = h.backend();
     assert_eq!(
-        b.prune_done(SystemTime::now() - Duration::from_secs(60), 100)
+        b.prune_done(Duration::from_secs(60), Now::Database, 100)
             .await
             .unwrap(),
         0,
         "younger than the cutoff: kept"
     );
     assert_eq!(
-        b.prune_done(SystemTime::now() + Duration::from_secs(1), 100)
-            .await
-            .unwrap(),
+        b.prune_done(
+            Duration::ZERO,
+            Now::At(SystemTime::now() + Duration::from_secs(1)),
+            100
+        )
+        .await
+        .unwrap(),
         1
     );
     assert_eq!(h.count_messages("conf.mail").await, 0, "pruned");

@@ -61,7 +61,9 @@ impl<B: Backend> DeadLetters<B> {
 
     /// Moves matching dead letters back to the queue.
     pub async fn requeue_where(&self, filter: &DeadLetterFilter) -> Result<Requeued, Error> {
-        self.backend.requeue_dead(filter, self.clock.now()).await
+        self.backend
+            .requeue_dead(filter, self.clock.database_now())
+            .await
     }
 
     /// Deletes one dead letter; false if there was none.

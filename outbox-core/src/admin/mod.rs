@@ -12,7 +12,7 @@ pub use crate::store::{
 pub use dead_letters::DeadLetters;
 
 use crate::{
-    clock::{unix_secs_f64, Clock, SystemClock},
+    clock::{Clock, SystemClock},
     store::{Backend, BucketState, RateLimit},
     Error,
 };
@@ -42,7 +42,9 @@ impl<B: Backend> Admin<B> {
     /// Stops starting messages of `type_tag` in every process within about a second;
     /// they stay queued and go out after [`Admin::resume`].
     pub async fn pause(&self, type_tag: &str, reason: &str) -> Result<(), Error> {
-        self.backend.pause(type_tag, reason, self.clock.now()).await
+        self.backend
+            .pause(type_tag, reason, self.clock.database_now())
+            .await
     }
 
     /// Lets messages of `type_tag` start again; false if it was not paused.
@@ -62,22 +64,22 @@ impl<B: Backend> Admin<B> {
             .check()
             .map_err(|e| Error::Config(format!("rate bucket `{name}`: {e}")))?;
         self.backend
-            .set_bucket(name, limit, unix_secs_f64(self.clock.now()))
+            .set_bucket(name, limit, self.clock.database_now())
             .await
     }
 
     /// A rate bucket's settings and tokens.
     pub async fn rate_limit(&self, name: &str) -> Result<Option<BucketState>, Error> {
-        self.backend.bucket(name).await
+        self.backend.bucket(name, self.clock.database_now()).await
     }
 
     /// Every rate bucket on the database with its settings and tokens, by name.
     pub async fn rate_limits(&self) -> Result<Vec<(String, BucketState)>, Error> {
-        self.backend.buckets().await
+        self.backend.buckets(self.clock.database_now()).await
     }
 
     /// Message counts per type and status, in one query; cheap enough to poll every second.
     pub async fn status_counts(&self) -> Result<Vec<TypeCounts>, Error> {
-        self.backend.status_counts(self.clock.now()).await
+        self.backend.status_counts(self.clock.database_now()).await
     }
 }

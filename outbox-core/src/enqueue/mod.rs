@@ -204,10 +204,9 @@ where
     C: EnqueueConnection,
     I: IntoIterator<Item = &'m M>,
 {
-    let now = std::time::SystemTime::now();
     let rows = messages
         .into_iter()
-        .map(|m| NewMessage::prepare(m, &options, now))
+        .map(|m| NewMessage::prepare(m, &options))
         .collect::<Result<Vec<_>, _>>()?;
     let mut results = Vec::with_capacity(rows.len());
     for chunk in chunks(&rows) {
@@ -252,15 +251,13 @@ mod tests {
     use super::*;
 
     fn rows(sizes: &[usize]) -> Vec<NewMessage> {
-        let now = std::time::SystemTime::now();
         sizes
             .iter()
             .map(|&n| NewMessage {
                 id: MessageId::generate(),
                 queue: "t",
                 payload: vec![b'x'; n],
-                due_at: now,
-                enqueued_at: now,
+                due: crate::clock::Due::After(std::time::Duration::ZERO),
                 priority: 0,
                 max_attempts: 1,
                 idempotency_key: None,

@@ -1,15 +1,20 @@
 //! Turning a typed message and its options into a checked row, before anything is written.
 
-use std::time::SystemTime;
+use std::time::Duration;
 
 use super::{
     options::{KeyChoice, When},
     EnqueueOptions, MessageId,
 };
 use crate::{
+    clock::Due,
     message::{validate_type_tag, MAX_IDEMPOTENCY_KEY_LEN},
     EnqueueError, OutboxMessage,
 };
+
+/// Longest delay accepted (about 1,000 years: the due time must fit the database's
+/// millisecond column).
+const MAX_DELAY: Duration = Duration::from_secs(1_000 * 365 * 24 * 3600);
 
 /// Highest `max_attempts` accepted.
 const MAX_ATTEMPTS_LIMIT: u32 = 1000;
@@ -23,10 +28,9 @@ pub struct NewMessage {
     pub queue: &'static str,
     /// The message as JSON bytes.
     pub payload: Vec<u8>,
-    /// When it is due (never earlier than requested).
-    pub due_at: SystemTime,
-    /// When it was enqueued.
-    pub enqueued_at: SystemTime,
+    /// When it is due: a delay after the enqueue's `now` (by the database's clock), or a
+    /// chosen time.
+    pub due: Due,
     /// Scheduling priority; higher runs first.
     pub priority: u16,
     /// Attempts before the message is given up.
@@ -40,7 +44,6 @@ impl NewMessage {
     pub(crate) fn prepare<M: OutboxMessage>(
         msg: &M,
         options: &EnqueueOptions,
-        now: SystemTime,
     ) -> Result<Self, EnqueueError> {
         validate_type_tag(M::TYPE).map_err(|reason| EnqueueError::InvalidTypeTag {
             rust_type: std::any::type_name::<M>(),
@@ -71,16 +74,18 @@ impl NewMessage {
             })?;
         }
         let due = match options.when {
-            None => now,
-            Some(When::At(at)) => at.max(now),
-            Some(When::After(delay)) => {
-                now.checked_add(delay)
-                    .ok_or_else(|| EnqueueError::InvalidOption {
-                        type_tag: M::TYPE,
-                        option: "after",
-                        reason: format!("a delay of {delay:?} overflows the clock"),
-                    })?
+            None => Due::After(Duration::ZERO),
+            Some(When::At(at)) => Due::At(at),
+            Some(When::After(delay)) if delay > MAX_DELAY => {
+                return Err(EnqueueError::InvalidOption {
+                    type_tag: M::TYPE,
+                    option: "after",
+                    reason: format!(
+                        "a delay of {delay:?} is longer than the longest one ({MAX_DELAY:?})"
+                    ),
+                })
             }
+            Some(When::After(delay)) => Due::After(delay),
         };
         let payload = serde_json::to_vec(msg).map_err(|source| EnqueueError::Serialize {
             type_tag: M::TYPE,
@@ -98,8 +103,7 @@ impl NewMessage {
             id: MessageId::generate(),
             queue: M::TYPE,
             payload,
-            due_at: due,
-            enqueued_at: now,
+            due,
             priority: options.priority.unwrap_or(M::DEFAULTS.priority),
             max_attempts,
             idempotency_key: key,

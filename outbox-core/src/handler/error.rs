@@ -17,6 +17,9 @@ pub enum HandlerErrorKind {
     /// A failed attempt, tried again no earlier than the given time instead of the
     /// schedule (the server said "try again in 10 minutes"). Counts as an attempt.
     RetryAt(SystemTime),
+    /// A failed attempt, tried again no earlier than this long after it ended (by the
+    /// database's clock) instead of the schedule. Counts as an attempt.
+    RetryAfter(Duration),
     /// Not a failure: put the message back until the given delay has passed. The attempt
     /// is given back (`max_attempts` grows by one), so snoozing never exhausts a message.
     Snooze(Duration),
@@ -41,10 +44,7 @@ impl HandlerError {
 
     /// A failed attempt to try again no earlier than `delay` from now.
     pub fn retry_after(delay: Duration, reason: impl Into<BoxError>) -> Self {
-        let at = SystemTime::now()
-            .checked_add(delay)
-            .unwrap_or(SystemTime::now());
-        Self::new(HandlerErrorKind::RetryAt(at), reason)
+        Self::new(HandlerErrorKind::RetryAfter(delay), reason)
     }
 
     /// A failed attempt to try again no earlier than `at`.

@@ -1,11 +1,11 @@
 //! The values that travel up the layer stack: how an attempt ended, as errors the outer
 //! layers recognise by type (apalis passes errors as `BoxError`).
 
-use std::{fmt, time::SystemTime};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::handler::HandlerErrorKind;
+use crate::{clock::Due, handler::HandlerErrorKind};
 
 /// How a message was completed without error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub struct AttemptFailed {
 #[derive(Debug)]
 pub struct Deferred {
     /// When to try again; `None` keeps its due time.
-    pub until: Option<SystemTime>,
+    pub until: Option<Due>,
     /// Why, in words recorded with the message.
     pub reason: String,
 }
@@ -43,7 +43,7 @@ pub struct Deferred {
 #[derive(Debug)]
 pub struct Rescheduled {
     /// When it is due again.
-    pub due: SystemTime,
+    pub due: Due,
     /// Why the attempt did not complete, recorded with the message.
     pub reason: String,
     /// The attempt did not count (a snooze, a deferral).

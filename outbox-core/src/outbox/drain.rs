@@ -1,7 +1,7 @@
 //! `drain`: deliver everything that is due, then return — for cron-style deployments
 //! ("run the mail worker every minute").
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::Outbox;
 use crate::{
@@ -55,7 +55,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 }
                 let left = self
                     .backend
-                    .count_unfinished(&types, running.names.prefix(), SystemTime::now())
+                    .count_unfinished(&types, running.names.prefix(), self.clock.database_now())
                     .await?;
                 if left == 0 {
                     return Ok::<(), Error>(());
@@ -77,14 +77,17 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// Types whose rate bucket will not grant a token within their inline wait: a drain
     /// does not wait for them.
     async fn types_waiting_for_tokens(&self) -> Result<Vec<&'static str>, Error> {
-        let now = crate::clock::unix_secs_f64(self.clock.now());
         let mut waiting = Vec::new();
         for r in &self.registrations {
             let Some(bucket) = r.options.bucket() else {
                 continue;
             };
-            if let Some(state) = self.backend.bucket(bucket).await? {
-                if state.wait_for_token(now) > r.options.inline_wait() {
+            if let Some(state) = self
+                .backend
+                .bucket(bucket, self.clock.database_now())
+                .await?
+            {
+                if state.wait_for_token() > r.options.inline_wait() {
                     waiting.push(r.queue);
                 }
             }

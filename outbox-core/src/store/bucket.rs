@@ -1,6 +1,6 @@
 //! The settings of one token bucket.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// A rate with a burst: `rate` tokens per period, at most `burst` saved up.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,28 +64,38 @@ impl RateLimit {
     }
 }
 
-/// A bucket as stored.
+/// A bucket as stored, and when it was read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BucketState {
     /// Its settings.
     pub limit: RateLimit,
     /// Tokens as of `updated_at`.
     pub tokens: f64,
-    /// When the tokens were last counted (unix seconds).
-    pub updated_at: f64,
+    /// When the tokens were last counted (by the clock the bucket runs on).
+    pub updated_at: SystemTime,
+    /// When this state was read (the same clock).
+    pub read_at: SystemTime,
 }
 
 impl BucketState {
-    /// The tokens the bucket holds at `now` (unix seconds): those saved at `updated_at`
-    /// plus those earned since, capped at the burst.
-    pub fn tokens_at(&self, now: f64) -> f64 {
-        (self.tokens + (now - self.updated_at).max(0.0) * self.limit.per_second)
-            .min(self.limit.burst)
+    /// The tokens the bucket holds at `at`: those saved at `updated_at` plus those earned
+    /// since, capped at the burst.
+    pub fn tokens_at(&self, at: SystemTime) -> f64 {
+        let earned = at
+            .duration_since(self.updated_at)
+            .unwrap_or_default()
+            .as_secs_f64();
+        (self.tokens + earned * self.limit.per_second).min(self.limit.burst)
     }
 
-    /// How long until the bucket holds one token, at `now` (unix seconds).
-    pub fn wait_for_token(&self, now: f64) -> Duration {
-        let missing = (1.0 - self.tokens_at(now)).max(0.0);
+    /// The tokens the bucket held when it was read.
+    pub fn tokens_now(&self) -> f64 {
+        self.tokens_at(self.read_at)
+    }
+
+    /// How long after it was read until the bucket holds one token.
+    pub fn wait_for_token(&self) -> Duration {
+        let missing = (1.0 - self.tokens_now()).max(0.0);
         Duration::from_secs_f64(missing / self.limit.per_second)
     }
 }

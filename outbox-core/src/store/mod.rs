@@ -4,8 +4,11 @@
 //! Every database implements these traits over the same schema (`outbox_messages`,
 //! `outbox_dead_letters`, `outbox_rate_buckets`, `outbox_paused`, `outbox_workers`);
 //! nothing above this module names a database, and no backend imports a layer, the worker
-//! or the admin API. Times cross the port as [`SystemTime`]; each backend converts them
-//! with [`crate::clock`] (unix milliseconds in every table).
+//! or the admin API. Times cross the port as [`SystemTime`] (or as [`Now`], the time an
+//! operation runs at: the database's own clock, or a time a test pinned) and durations;
+//! each backend converts them once, with [`crate::clock`] (unix milliseconds in every
+//! table, seconds for rate buckets). Due times, leases and bucket refills are computed by
+//! the database from `now` and a duration, so hosts with skewed clocks agree.
 //!
 //! The lifecycle of one message, as verbs of [`QueueStore`]:
 //!
@@ -28,6 +31,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
+pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
@@ -71,7 +75,7 @@ pub enum TokenGrant {
 /// housekeeping reads the workers need.
 pub trait QueueStore: Send + Sync + 'static {
     /// Moves up to `limit` due, queued messages of one (unpaused) type straight to
-    /// `running`, leased to `owner` until `lease_until`, counting the attempt and the claim
+    /// `running`, leased to `owner` for `lease` from `now`, counting the attempt and the claim
     /// ([`Claimed::claim`]); returns
     /// them in claim order (priority, due time, id). One statement (or one short write
     /// transaction) per batch; concurrent claimers never get the same message.
@@ -87,18 +91,18 @@ pub trait QueueStore: Send + Sync + 'static {
         &'a self,
         owner: &'a str,
         settlements: &'a [Settlement],
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<Settled, Error>>;
 
     /// Records that worker `owner` (of `type_tag`) is alive and extends the leases of the
-    /// messages it holds to `lease_until`.
+    /// messages it holds to `lease` from `now`.
     fn heartbeat<'a>(
         &'a self,
         owner: &'a str,
         type_tag: &'a str,
         held: &'a [Held],
-        now: SystemTime,
-        lease_until: SystemTime,
+        now: Now,
+        lease: Duration,
     ) -> BoxFuture<'a, Result<(), Error>>;
 
     /// Removes worker `owner` from the registry (a clean stop).
@@ -109,11 +113,17 @@ pub trait QueueStore: Send + Sync + 'static {
     fn rescue_expired<'a>(
         &'a self,
         type_tag: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
 
-    /// Deletes up to `limit` done rows (kept for retention) finished before `before`.
-    fn prune_done(&self, before: SystemTime, limit: u32) -> BoxFuture<'_, Result<u64, Error>>;
+    /// Deletes up to `limit` done rows (kept for retention) that finished more than
+    /// `window` before `now`.
+    fn prune_done(
+        &self,
+        window: Duration,
+        now: Now,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<u64, Error>>;
 
     /// Messages of `type_tags` (except paused types) that are due at `now`, or held by a
     /// worker whose name starts with `owner_prefix`: zero means a drain is complete.
@@ -121,7 +131,7 @@ pub trait QueueStore: Send + Sync + 'static {
         &'a self,
         type_tags: &'a [&'static str],
         owner_prefix: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
 
     /// Queued messages of types other than `registered`.
@@ -136,32 +146,37 @@ pub trait QueueStore: Send + Sync + 'static {
         &'a self,
         registered: &'a [&'static str],
         reason: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
 }
 
 /// Named token buckets shared by every process on the database.
 pub trait RateBucketStore: Send + Sync + 'static {
-    /// Takes one token at time `now` (unix seconds) if there is one.
+    /// Takes one token at `now` if there is one.
     fn take_token<'a>(
         &'a self,
         bucket: &'a str,
-        now: f64,
+        now: Now,
     ) -> BoxFuture<'a, Result<TokenGrant, Error>>;
 
-    /// Creates the bucket full, or changes its rate keeping the tokens it has (capped).
+    /// Creates the bucket full, or changes its rate keeping the tokens it has (capped),
+    /// at `now`.
     fn set_bucket<'a>(
         &'a self,
         bucket: &'a str,
         limit: RateLimit,
-        now: f64,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>>;
 
-    /// The bucket's settings and tokens as of its last update.
-    fn bucket<'a>(&'a self, bucket: &'a str) -> BoxFuture<'a, Result<Option<BucketState>, Error>>;
+    /// The bucket's settings and tokens, read at `now`.
+    fn bucket<'a>(
+        &'a self,
+        bucket: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<BucketState>, Error>>;
 
-    /// Every bucket with its settings and tokens as of its last update, by name.
-    fn buckets(&self) -> BoxFuture<'_, Result<Vec<(String, BucketState)>, Error>>;
+    /// Every bucket with its settings and tokens, read at `now`, by name.
+    fn buckets(&self, now: Now) -> BoxFuture<'_, Result<Vec<(String, BucketState)>, Error>>;
 }
 
 /// Message types paused across processes.
@@ -171,7 +186,7 @@ pub trait PauseStore: Send + Sync + 'static {
         &'a self,
         type_tag: &'a str,
         reason: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>>;
     /// Resumes `type_tag`; false if it was not paused.
     fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
@@ -195,7 +210,7 @@ pub trait DeadLetterStore: Send + Sync + 'static {
     fn requeue_dead<'a>(
         &'a self,
         filter: &'a DeadLetterFilter,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<Requeued, Error>>;
     /// Deletes matching dead letters.
     fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>>;
@@ -203,8 +218,8 @@ pub trait DeadLetterStore: Send + Sync + 'static {
 
 /// Counts per type and status.
 pub trait StatsStore: Send + Sync + 'static {
-    /// Message counts per type, at time `now`.
-    fn status_counts(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<TypeCounts>, Error>>;
+    /// Message counts per type, at time `now` (which messages are due).
+    fn status_counts(&self, now: Now) -> BoxFuture<'_, Result<Vec<TypeCounts>, Error>>;
 }
 
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.

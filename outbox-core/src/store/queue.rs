@@ -1,9 +1,12 @@
 //! The records a worker and the queue exchange: what a claim asks for and returns, and how
 //! a claimed message is settled.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use crate::MessageId;
+use crate::{
+    clock::{Due, Now},
+    MessageId,
+};
 
 /// A request for the next due messages of one type.
 #[derive(Debug, Clone)]
@@ -15,9 +18,9 @@ pub struct ClaimRequest<'a> {
     /// Most messages to claim.
     pub limit: u32,
     /// Messages due at or before this time are claimable.
-    pub now: SystemTime,
-    /// The lease: unless extended, the messages may be rescued after this time.
-    pub lease_until: SystemTime,
+    pub now: Now,
+    /// The lease: unless extended, the messages may be rescued this long after `now`.
+    pub lease: Duration,
 }
 
 /// One claimed message: leased to its worker, its attempt already counted.
@@ -74,7 +77,7 @@ pub enum Settle {
     /// the attempt (its count goes down by one: a snooze does not use up the message).
     Retry {
         /// When it is due again.
-        due: SystemTime,
+        due: Due,
         /// Why the attempt did not complete.
         error: String,
         /// Whether the attempt did not count (the count goes back down by one).
@@ -120,7 +123,8 @@ pub enum Retention {
     /// Deleted when delivered (the default): the queue only holds unfinished work.
     #[default]
     DeleteOnSuccess,
-    /// Kept as done rows for this long, then pruned in bounded batches.
+    /// Kept as done rows for this long (by the database's clock), then pruned in bounded
+    /// batches.
     KeepFor(std::time::Duration),
 }
 

@@ -225,7 +225,7 @@ impl Service<Task<Claimed>> for Dispatch {
             outbox.attempt = attempt,
             outbox.max_attempts = claimed.max_attempts,
         );
-        let now = std::time::SystemTime::now();
+        let now = crate::clock::system_now();
         let late = unix_secs_f64(now) - unix_secs_f64(claimed.due_at);
         metrics::histogram!(names::PICKUP_LATENCY, "type" => queue).record(late.max(0.0));
         Box::pin(

@@ -28,7 +28,7 @@ use std::{
         Arc, Mutex,
     },
     task::{Context, Poll},
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, Instant},
 };
 
 use apalis_core::{
@@ -48,6 +48,7 @@ use super::{
     shared::{EngineSettings, Shared},
 };
 use crate::{
+    clock::Clock,
     store::{Backend, ClaimRequest, Claimed, Settlement},
     Error,
 };
@@ -89,13 +90,14 @@ impl Drop for Background {
 
 impl<B: Backend> Engine<B> {
     /// An engine over `store`; starts its flusher and heartbeat tasks.
-    pub(crate) fn start(store: B, settings: EngineSettings) -> Self {
+    pub(crate) fn start(store: B, settings: EngineSettings, clock: Arc<dyn Clock>) -> Self {
         let (settle_tx, settle_rx) = mpsc::unbounded_channel();
         let wake = store.wakeups().subscribe(settings.type_tag);
         let size = ClaimSize::new(settings.batch_size, settings.max_batch_size);
         let shared = Arc::new(Shared {
             store,
             settings,
+            clock,
             buffer: Mutex::new(VecDeque::new()),
             held: Mutex::new(HashMap::new()),
             all_settled: Notify::new(),
@@ -140,14 +142,13 @@ impl<B: Backend> Engine<B> {
         self.claim_limit = room;
         self.size.claim_started(buffered);
         self.claim = Some(Box::pin(async move {
-            let now = SystemTime::now();
             let s = &shared.settings;
             let request = ClaimRequest {
                 type_tag: s.type_tag,
                 owner: &s.owner,
                 limit: room as u32,
-                now,
-                lease_until: now + s.lease,
+                now: shared.clock.database_now(),
+                lease: s.lease,
             };
             let claimed = shared.store.claim(&request).await?;
             {
@@ -410,7 +411,7 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
     loop {
         match shared
             .store
-            .settle(&shared.settings.owner, batch, SystemTime::now())
+            .settle(&shared.settings.owner, batch, shared.clock.database_now())
             .await
         {
             Ok(settled) => {
@@ -453,11 +454,11 @@ async fn heartbeat<B: Backend>(shared: Arc<Shared<B>>, wake: Arc<Notify>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let now = SystemTime::now();
+        let now = shared.clock.database_now();
         let held = shared.held_snapshot();
         if let Err(e) = shared
             .store
-            .heartbeat(&s.owner, s.type_tag, &held, now, now + s.lease)
+            .heartbeat(&s.owner, s.type_tag, &held, now, s.lease)
             .await
         {
             tracing::warn!(worker = %s.owner, error = %e, "cannot extend leases; held messages may be taken over");

@@ -1,13 +1,15 @@
 //! The one worker runner every database uses: an apalis worker over the [`Engine`], with
 //! the outbox layers around the handler.
 
+use std::sync::Arc;
+
 use apalis_core::{
     error::WorkerError,
     worker::{builder::WorkerBuilder, context::WorkerContext},
 };
 
 use super::{engine::Engine, shared::EngineSettings, Dispatch, QueueSettings};
-use crate::{layers::OutboxLayers, store::Backend};
+use crate::{clock::Clock, layers::OutboxLayers, store::Backend};
 
 /// Runs one worker for `settings.type_tag` until it is stopped through `worker` (`Ok`),
 /// or fails (`Err`; the supervisor restarts it under a new name).
@@ -17,6 +19,7 @@ pub(crate) async fn run_worker<B: Backend>(
     settings: QueueSettings,
     layers: OutboxLayers,
     service: Dispatch,
+    clock: Arc<dyn Clock>,
 ) -> Result<(), WorkerError> {
     let engine = Engine::start(
         backend,
@@ -30,6 +33,7 @@ pub(crate) async fn run_worker<B: Backend>(
             lease: settings.lease(),
             keep_done: settings.keep_done,
         },
+        clock,
     );
     WorkerBuilder::new(&worker)
         .backend(engine)

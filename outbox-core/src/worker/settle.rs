@@ -4,7 +4,7 @@
 use std::{
     sync::Arc,
     task::{Context, Poll},
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
 use apalis_core::task::Task;
@@ -14,7 +14,7 @@ use tower::{Layer, Service};
 use super::shared::Shared;
 use crate::{
     layers::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
-    store::{Backend, Claimed, Settle, Settlement},
+    store::{Backend, Claimed, Due, Settle, Settlement},
     BoxError,
 };
 
@@ -147,7 +147,7 @@ fn decide(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
         None => error.to_string(),
     };
     Settle::Retry {
-        due: SystemTime::now() + UNCLASSIFIED_RETRY,
+        due: Due::After(UNCLASSIFIED_RETRY),
         error: reason,
         give_back_attempt: false,
     }

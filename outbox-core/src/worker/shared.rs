@@ -14,6 +14,7 @@ use std::{
 use tokio::sync::{mpsc, Notify};
 
 use crate::{
+    clock::Clock,
     store::{Backend, Claimed, Held, Settle, Settlement},
     MessageId,
 };
@@ -43,6 +44,8 @@ pub(crate) struct EngineSettings {
 pub(crate) struct Shared<B> {
     pub(crate) store: B,
     pub(crate) settings: EngineSettings,
+    /// The time claims, settlements, heartbeats and rescue run at.
+    pub(crate) clock: std::sync::Arc<dyn Clock>,
     /// Claimed, not yet started, with when they were claimed.
     pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
     /// Every message claimed and not yet taken by the flusher, by id → claim: the leases

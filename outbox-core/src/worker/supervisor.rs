@@ -2,14 +2,17 @@
 //! every guard) is started again under a fresh name after a growing pause, until shutdown
 //! is requested. Database errors do not end a worker: the engine retries them.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use apalis_core::worker::context::WorkerContext;
 use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::{runner::run_worker, Dispatch, QueueSettings, WorkerNames};
-use crate::{layers::OutboxLayers, store::Backend};
+use crate::{clock::Clock, layers::OutboxLayers, store::Backend};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -27,6 +30,7 @@ pub(crate) async fn supervise<B: Backend>(
     service: Dispatch,
     names: WorkerNames,
     mut shutdown: watch::Receiver<bool>,
+    clock: Arc<dyn Clock>,
 ) {
     let mut pause = FIRST_PAUSE;
     for restart in 0.. {
@@ -44,6 +48,7 @@ pub(crate) async fn supervise<B: Backend>(
             settings.clone(),
             layers.clone(),
             service.clone(),
+            Arc::clone(&clock),
         ));
         let mut run = std::panic::AssertUnwindSafe(worker_run)
             .catch_unwind()

@@ -1,14 +1,17 @@
 //! Transactional enqueue on MySQL/MariaDB: one statement per chunk (`JSON_TABLE`), a taken
 //! key becomes a no-op `ON DUPLICATE KEY UPDATE`, then a locking read tells which rows
-//! are ours (MySQL has no `RETURNING`).
-
-use std::collections::{HashMap, HashSet};
+//! are ours (MySQL has no `RETURNING`). Due and enqueue times come from the database's
+//! clock (`@@timestamp`).
 
 use futures::future::BoxFuture;
 use sqlx::MySqlConnection;
 
 use crate::{
-    backend::enqueue_batch::{bind_message, encode_rows, resolve},
+    backend::sql::{
+        bind,
+        enqueue::{encode_rows, one_args, resolve, FindByKeys, Written},
+        Arg,
+    },
     enqueue::{Enqueued, InsertMessages, NewMessage},
 };
 
@@ -21,58 +24,38 @@ impl InsertMessages for MySqlConnection {
             match rows {
                 // One message (the common case): a plain one-row insert.
                 [m] => {
-                    bind_message!(sqlx::query(include_str!("queries/enqueue_one.sql")), m)
+                    let args = one_args(m, None);
+                    bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
                         .execute(&mut *self)
                         .await?
                 }
                 _ => {
-                    sqlx::query(include_str!("queries/enqueue.sql"))
-                        .bind(encode_rows(rows)?)
+                    let encoded = encode_rows(rows)?;
+                    let args = [Arg::Text(&encoded), Arg::OptInt(None)];
+                    bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
                         .execute(&mut *self)
                         .await?
                 }
             };
-            // Rows without a key cannot conflict: they were written.
-            let mut written: HashSet<String> = rows
-                .iter()
-                .filter(|m| m.idempotency_key.is_none())
-                .map(|m| m.id.to_string())
-                .collect();
-            let mut by_queue: HashMap<&'static str, Vec<&str>> = HashMap::new();
-            for m in rows {
-                if let Some(k) = &m.idempotency_key {
-                    by_queue.entry(m.queue).or_default().push(k.as_str());
-                }
-            }
-            let mut holders = HashMap::new();
-            for (queue, keys) in by_queue {
-                let found: Vec<(String, String)> =
-                    sqlx::query_as(include_str!("queries/find_by_keys.sql"))
-                        .bind(queue)
-                        .bind(
-                            serde_json::to_string(&keys)
-                                .map_err(|e| sqlx::Error::Encode(e.into()))?,
-                        )
-                        .fetch_all(&mut *self)
-                        .await?;
-                holders.extend(
-                    found
-                        .into_iter()
-                        .map(|(key, id)| ((queue.to_owned(), key), id)),
-                );
-            }
-            for m in rows {
-                if let Some(k) = &m.idempotency_key {
-                    if holders
-                        .get(&(m.queue.to_owned(), k.clone()))
-                        .map(String::as_str)
-                        == Some(m.id.as_str())
-                    {
-                        written.insert(m.id.to_string());
-                    }
-                }
-            }
-            resolve(rows, &written, &holders)
+            // The row count cannot tell (a taken key is a no-op update, and sqlx counts
+            // found rows): every keyed row is looked up by its key.
+            resolve(self, rows, Written::Unkeyed).await
+        })
+    }
+}
+
+impl FindByKeys for MySqlConnection {
+    fn find_by_keys<'a>(
+        &'a mut self,
+        queue: &'a str,
+        keys: String,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>> {
+        Box::pin(async move {
+            sqlx::query_as(include_str!("queries/find_by_keys.sql"))
+                .bind(queue)
+                .bind(keys)
+                .fetch_all(&mut *self)
+                .await
         })
     }
 }

@@ -19,13 +19,16 @@ use std::{sync::Arc, time::Duration};
 use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
-    mysql::{MySqlConnectOptions, MySqlPoolOptions},
-    MySql, MySqlPool,
+    mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlRow},
+    MySql, MySqlPool, Row,
 };
 
-use super::{claimed_from_row, sql_store::sql_store};
+use super::sql::{
+    bind,
+    rows::{claimed, json, millis_ceil},
+    Arg, Dialect, Queries, SqlRow,
+};
 use crate::{
-    clock::unix_millis,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
     Error,
 };
@@ -67,73 +70,135 @@ impl MySqlBackend {
     pub fn pool(&self) -> &MySqlPool {
         &self.pool
     }
+}
 
-    /// One claim: a locking read of the due rows, then one update (see `claim_*.sql`).
-    async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
-        type Row = (String, Vec<u8>, i32, i32, i32, i64, i32);
-        let mut attempt = 0;
-        loop {
-            let result: Result<Vec<Row>, sqlx::Error> = async {
-                let mut tx = self.write_tx().await?;
-                let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim_select.sql"))
-                    .bind(r.type_tag)
-                    .bind(unix_millis(r.now))
-                    .bind(r.type_tag)
-                    .bind(i64::from(r.limit))
-                    .fetch_all(&mut *tx)
-                    .await?;
-                if !rows.is_empty() {
-                    let ids: Vec<&str> = rows.iter().map(|row| row.0.as_str()).collect();
-                    let ids =
-                        serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
-                    sqlx::query(include_str!("queries/claim_mark.sql"))
-                        .bind(r.owner)
-                        .bind(unix_millis(r.lease_until))
-                        .bind(ids)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(rows)
-            }
-            .await;
-            match result {
-                Err(e) if Self::is_transient(&e) && attempt < 8 => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
-                }
-                Err(e) => return Err(e.into()),
-                Ok(rows) => {
-                    // The rows were read before the update counted the attempt and claim.
-                    return Ok(rows
-                        .into_iter()
-                        .map(|(id, payload, attempts, max, priority, due, claims)| {
-                            let (attempt, claim) = (i64::from(attempts) + 1, i64::from(claims) + 1);
-                            claimed_from_row(
-                                id,
-                                payload,
-                                attempt,
-                                max.into(),
-                                priority.into(),
-                                due,
-                                claim,
-                            )
-                        })
-                        .collect());
-                }
-            }
-        }
+/// MySQL's statements.
+static QUERIES: Queries = Queries {
+    settle_delete: include_str!("queries/settle_delete.sql"),
+    settle_done: include_str!("queries/settle_done.sql"),
+    settle_retry: include_str!("queries/settle_retry.sql"),
+    settle_release: include_str!("queries/settle_release.sql"),
+    settle_bury: &[
+        include_str!("queries/settle_bury_copy.sql"),
+        include_str!("queries/settle_delete.sql"),
+    ],
+    worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
+    worker_delete: include_str!("queries/worker_delete.sql"),
+    extend_leases: include_str!("queries/extend_leases.sql"),
+    rescue_expired: include_str!("queries/rescue_expired.sql"),
+    prune_done: include_str!("queries/prune_done.sql"),
+    count_unfinished: include_str!("queries/count_unfinished.sql"),
+    unregistered_pending: include_str!("queries/unregistered_pending.sql"),
+    unregistered_bury: &[
+        include_str!("queries/unregistered_bury_copy.sql"),
+        include_str!("queries/unregistered_bury_delete.sql"),
+    ],
+    bucket_take: include_str!("queries/bucket_take.sql"),
+    bucket_set: include_str!("queries/bucket_set.sql"),
+    bucket_get: include_str!("queries/bucket_get.sql"),
+    bucket_list: include_str!("queries/bucket_list.sql"),
+    pause: include_str!("queries/pause.sql"),
+    resume: include_str!("queries/resume.sql"),
+    paused: include_str!("queries/paused.sql"),
+    dead_letters_list: include_str!("queries/dead_letters_list.sql"),
+    dead_letters_count: include_str!("queries/dead_letters_count.sql"),
+    dead_letters_purge: include_str!("queries/dead_letters_purge.sql"),
+    requeue: &[
+        include_str!("queries/requeue_copy.sql"),
+        include_str!("queries/requeue_delete.sql"),
+    ],
+    status_counts: include_str!("queries/status_counts.sql"),
+};
+
+/// Reads `INT` and `BIGINT` columns alike.
+impl SqlRow for MySqlRow {
+    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
+        self.try_get::<i64, _>(i)
+            .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
+        self.try_get::<Option<i64>, _>(i)
+            .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
+    }
+
+    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
+        self.try_get(i)
+    }
+}
+
+impl Dialect for MySqlBackend {
+    type Row = MySqlRow;
+    type Tx = sqlx::Transaction<'static, MySql>;
+
+    fn queries(&self) -> &'static Queries {
+        &QUERIES
+    }
+
+    /// `@@timestamp` (the statement's start, in UTC whatever the session's time zone):
+    /// every host agrees on due times, leases and refills.
+    fn database_clock(&self) -> bool {
+        true
     }
 
     /// A READ COMMITTED transaction (no gap locks, whatever the server's default; the
     /// setting covers this transaction only, so the application's connections are
     /// unaffected).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, MySql>, sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        sqlx::raw_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
-            .execute(&mut *conn)
-            .await?;
-        sqlx::Transaction::begin(conn, None).await
+    fn begin_write(&self) -> BoxFuture<'_, Result<Self::Tx, sqlx::Error>> {
+        Box::pin(async move {
+            let mut conn = self.pool.acquire().await?;
+            sqlx::raw_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::Transaction::begin(conn, None).await
+        })
+    }
+
+    fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
+        Box::pin(tx.commit())
+    }
+
+    fn execute<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move {
+            let query = bind(sqlx::query(sql), args);
+            let done = match tx {
+                Some(tx) => query.execute(&mut **tx).await?,
+                None => query.execute(&self.pool).await?,
+            };
+            Ok(done.rows_affected())
+        })
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
+        Box::pin(async move {
+            let query = bind(sqlx::query(sql), args);
+            match tx {
+                Some(tx) => query.fetch_all(&mut **tx).await,
+                None => query.fetch_all(&self.pool).await,
+            }
+        })
     }
 
     /// Deadlock (1213) and lock wait timeout (1205): the transaction was rolled back and
@@ -142,16 +207,73 @@ impl MySqlBackend {
         matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("HY000"))
             && (d.message().contains("Deadlock") || d.message().contains("Lock wait timeout")))
     }
+
+    /// One short transaction: a locking read of the due rows, then one update (see
+    /// `claim_*.sql`), run again after a deadlock or lock wait timeout.
+    fn claim_rows<'a>(
+        &'a self,
+        r: &'a ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Claimed>, sqlx::Error>> {
+        Box::pin(async move {
+            let now = self.now_ms(r.now);
+            let mut attempt = 0;
+            loop {
+                match self.claim_once(r, now).await {
+                    Err(e) if Self::is_transient(&e) && attempt < 8 => {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
+                    }
+                    other => return other,
+                }
+            }
+        })
+    }
+
+    /// The token statement reads `now` three times (a single-table update, so its SET list
+    /// runs left to right): now, now, name, now.
+    fn take_token_args(now: Option<f64>, bucket: &str) -> Vec<Arg<'_>> {
+        let now = Arg::OptReal(now);
+        vec![now, now, Arg::Text(bucket), now]
+    }
 }
 
-sql_store!(
-    MySqlBackend,
-    "src/backend/mysql/queries",
-    bury = ["settle_bury_copy.sql", "settle_delete.sql"],
-    bury_unregistered = ["unregistered_bury_copy.sql", "unregistered_bury_delete.sql"],
-    requeue = ["requeue_copy.sql", "requeue_delete.sql"],
-    take = |now, bucket| [now, now, bucket, now]
-);
+impl MySqlBackend {
+    /// One run of the claim transaction.
+    async fn claim_once(
+        &self,
+        r: &ClaimRequest<'_>,
+        now: Option<i64>,
+    ) -> Result<Vec<Claimed>, sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        let args = [
+            Arg::Text(r.type_tag),
+            Arg::OptInt(now),
+            Arg::Text(r.type_tag),
+            Arg::Int(i64::from(r.limit)),
+        ];
+        let select = include_str!("queries/claim_select.sql");
+        let rows = self.fetch(Some(&mut tx), select, &args).await?;
+        // The rows were read before the update counts the attempt and the claim.
+        let claimed = rows
+            .iter()
+            .map(|row| claimed(row, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !claimed.is_empty() {
+            let ids: Vec<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
+            let ids = json(&ids)?;
+            let args = [
+                Arg::Text(r.owner),
+                Arg::OptInt(now),
+                Arg::Int(millis_ceil(r.lease)),
+                Arg::Text(&ids),
+            ];
+            let mark = include_str!("queries/claim_mark.sql");
+            self.execute(Some(&mut tx), mark, &args).await?;
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+}
 
 impl Backend for MySqlBackend {
     fn name(&self) -> &'static str {

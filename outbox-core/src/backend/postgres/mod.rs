@@ -25,13 +25,16 @@ use std::{
 use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
-    postgres::{PgConnectOptions, PgListener, PgPoolOptions},
-    PgPool, Postgres,
+    postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
+    PgPool, Postgres, Row,
 };
 
-use super::{claimed_from_row, sql_store::sql_store};
+use super::sql::{
+    bind,
+    rows::{claimed, millis_ceil},
+    Arg, Dialect, Queries, SqlRow,
+};
 use crate::{
-    clock::unix_millis,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
     Error,
 };
@@ -84,43 +87,6 @@ impl PostgresBackend {
     /// The pool the workers use.
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    /// One claim statement (see `claim.sql`).
-    async fn claim_rows(&self, r: &ClaimRequest<'_>) -> Result<Vec<Claimed>, Error> {
-        type Row = (String, Vec<u8>, i32, i32, i32, i64, i32);
-        let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim.sql"))
-            .bind(r.type_tag)
-            .bind(unix_millis(r.now))
-            .bind(i64::from(r.limit))
-            .bind(r.owner)
-            .bind(unix_millis(r.lease_until))
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, payload, attempt, max, priority, due, claims)| {
-                claimed_from_row(
-                    id,
-                    payload,
-                    attempt.into(),
-                    max.into(),
-                    priority.into(),
-                    due,
-                    claims.into(),
-                )
-            })
-            .collect())
-    }
-
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
-        self.pool.begin().await
-    }
-
-    /// Serialization failure (40001) and deadlock (40P01): the transaction was rolled back
-    /// and may simply run again.
-    fn is_transient(e: &sqlx::Error) -> bool {
-        matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("40P01")))
     }
 
     /// Listens for the insert trigger's notifications and wakes the workers, reconnecting
@@ -183,14 +149,146 @@ impl PostgresBackend {
     }
 }
 
-sql_store!(
-    PostgresBackend,
-    "src/backend/postgres/queries",
-    bury = ["settle_bury.sql"],
-    bury_unregistered = ["unregistered_bury.sql"],
-    requeue = ["requeue_copy.sql", "requeue_delete.sql"],
-    take = |now, bucket| [now, bucket]
-);
+/// PostgreSQL's statements.
+static QUERIES: Queries = Queries {
+    settle_delete: include_str!("queries/settle_delete.sql"),
+    settle_done: include_str!("queries/settle_done.sql"),
+    settle_retry: include_str!("queries/settle_retry.sql"),
+    settle_release: include_str!("queries/settle_release.sql"),
+    settle_bury: &[include_str!("queries/settle_bury.sql")],
+    worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
+    worker_delete: include_str!("queries/worker_delete.sql"),
+    extend_leases: include_str!("queries/extend_leases.sql"),
+    rescue_expired: include_str!("queries/rescue_expired.sql"),
+    prune_done: include_str!("queries/prune_done.sql"),
+    count_unfinished: include_str!("queries/count_unfinished.sql"),
+    unregistered_pending: include_str!("queries/unregistered_pending.sql"),
+    unregistered_bury: &[include_str!("queries/unregistered_bury.sql")],
+    bucket_take: include_str!("queries/bucket_take.sql"),
+    bucket_set: include_str!("queries/bucket_set.sql"),
+    bucket_get: include_str!("queries/bucket_get.sql"),
+    bucket_list: include_str!("queries/bucket_list.sql"),
+    pause: include_str!("queries/pause.sql"),
+    resume: include_str!("queries/resume.sql"),
+    paused: include_str!("queries/paused.sql"),
+    dead_letters_list: include_str!("queries/dead_letters_list.sql"),
+    dead_letters_count: include_str!("queries/dead_letters_count.sql"),
+    dead_letters_purge: include_str!("queries/dead_letters_purge.sql"),
+    requeue: &[
+        include_str!("queries/requeue_copy.sql"),
+        include_str!("queries/requeue_delete.sql"),
+    ],
+    status_counts: include_str!("queries/status_counts.sql"),
+};
+
+/// Reads `int`, `bigint` and `smallint` columns alike.
+impl SqlRow for PgRow {
+    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
+        self.try_get::<i64, _>(i)
+            .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
+            .or_else(|_| self.try_get::<i16, _>(i).map(i64::from))
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
+        self.try_get::<Option<i64>, _>(i)
+            .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
+    }
+
+    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
+        self.try_get(i)
+    }
+}
+
+impl Dialect for PostgresBackend {
+    type Row = PgRow;
+    type Tx = sqlx::Transaction<'static, Postgres>;
+
+    fn queries(&self) -> &'static Queries {
+        &QUERIES
+    }
+
+    /// `now()`: every host agrees on due times, leases and refills.
+    fn database_clock(&self) -> bool {
+        true
+    }
+
+    fn begin_write(&self) -> BoxFuture<'_, Result<Self::Tx, sqlx::Error>> {
+        Box::pin(self.pool.begin())
+    }
+
+    fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
+        Box::pin(tx.commit())
+    }
+
+    fn execute<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move {
+            let query = bind(sqlx::query(sql), args);
+            let done = match tx {
+                Some(tx) => query.execute(&mut **tx).await?,
+                None => query.execute(&self.pool).await?,
+            };
+            Ok(done.rows_affected())
+        })
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
+        Box::pin(async move {
+            let query = bind(sqlx::query(sql), args);
+            match tx {
+                Some(tx) => query.fetch_all(&mut **tx).await,
+                None => query.fetch_all(&self.pool).await,
+            }
+        })
+    }
+
+    /// Serialization failure (40001) and deadlock (40P01): the transaction was rolled back
+    /// and may simply run again.
+    fn is_transient(e: &sqlx::Error) -> bool {
+        matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("40P01")))
+    }
+
+    /// One statement (see `claim.sql`).
+    fn claim_rows<'a>(
+        &'a self,
+        r: &'a ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Claimed>, sqlx::Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::Text(r.type_tag),
+                Arg::OptInt(self.now_ms(r.now)),
+                Arg::Int(i64::from(r.limit)),
+                Arg::Text(r.owner),
+                Arg::Int(millis_ceil(r.lease)),
+            ];
+            let rows = self
+                .fetch(None, include_str!("queries/claim.sql"), &args)
+                .await?;
+            rows.iter().map(|row| claimed(row, true)).collect()
+        })
+    }
+}
 
 impl Backend for PostgresBackend {
     fn name(&self) -> &'static str {

@@ -3,42 +3,118 @@
 //! `(type_tag, idempotency_key)` index and reported back.
 //! A commit hook on the caller's connection wakes this process's idle workers of the
 //! written types as soon as the transaction commits.
+//!
+//! No `RETURNING`: SQLite runs it through a temporary table (1.4–1.7× the time of the
+//! insert alone for a large fan-out, a fifth of a one-row insert's instructions), so the
+//! row count says whether all were written, and only when some keys were taken does
+//! `written_ids.sql` ask which.
+
+use std::collections::HashSet;
 
 use futures::future::BoxFuture;
 use sqlx::SqliteConnection;
 
-use crate::enqueue::NewMessage;
+use crate::{
+    backend::sql::{
+        bind,
+        enqueue::{encode_row_arrays, ids_json, one_args, resolve, FindByKeys, Written},
+        Arg,
+    },
+    clock::{system_now, unix_millis},
+    enqueue::{Enqueued, InsertMessages, NewMessage},
+};
 
-crate::backend::enqueue_batch::batch_enqueue!(
-    sqlx::SqliteConnection,
-    "src/backend/sqlite/queries",
-    batch = counted,
-    after = wake_at_commit
-);
+impl InsertMessages for SqliteConnection {
+    fn insert_messages<'a>(
+        &'a mut self,
+        rows: &'a [NewMessage],
+    ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
+        Box::pin(async move {
+            // One host: the process clock is the time authority.
+            let now = unix_millis(system_now());
+            let inserted = match rows {
+                // One message (the common case): a plain one-row insert.
+                [m] => {
+                    let args = one_args(m, Some(now));
+                    bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
+                        .execute(&mut *self)
+                        .await?
+                }
+                _ => {
+                    let rows = encode_row_arrays(rows)?;
+                    let args = [Arg::Text(&rows), Arg::Int(now)];
+                    bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
+                        .execute(&mut *self)
+                        .await?
+                }
+            }
+            .rows_affected();
+            let written = if inserted == rows.len() as u64 {
+                Written::All
+            } else if rows.len() == 1 {
+                Written::Ids(HashSet::new())
+            } else {
+                Written::Ids(written_ids(self, rows).await?)
+            };
+            if inserted > 0 {
+                wake_at_commit(self, rows).await?;
+            }
+            resolve(self, rows, written).await
+        })
+    }
+}
+
+/// Which of a batch's ids are in the table (after some of its keys were taken).
+async fn written_ids(
+    conn: &mut SqliteConnection,
+    rows: &[NewMessage],
+) -> Result<HashSet<String>, sqlx::Error> {
+    let ids = ids_json(rows)?;
+    let query = include_str!("queries/written_ids.sql");
+    let found: Vec<String> = sqlx::query_scalar(query)
+        .bind(ids)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(found.into_iter().collect())
+}
+
+impl FindByKeys for SqliteConnection {
+    fn find_by_keys<'a>(
+        &'a mut self,
+        queue: &'a str,
+        keys: String,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>> {
+        Box::pin(async move {
+            sqlx::query_as(include_str!("queries/find_by_keys.sql"))
+                .bind(queue)
+                .bind(keys)
+                .fetch_all(&mut *self)
+                .await
+        })
+    }
+}
 
 /// Arranges for the next commit of `conn` to wake this process's workers of the types in
 /// `rows` (once; a rolled-back transaction wakes nobody until the connection's next
 /// commit). Skipped when no worker of this process waits: it costs a round trip to the
 /// connection's thread.
-fn wake_at_commit<'a>(
-    conn: &'a mut SqliteConnection,
-    rows: &'a [NewMessage],
-) -> BoxFuture<'a, Result<(), sqlx::Error>> {
-    Box::pin(async move {
-        if !super::wakeups().has_subscribers() {
-            return Ok(());
+async fn wake_at_commit(
+    conn: &mut SqliteConnection,
+    rows: &[NewMessage],
+) -> Result<(), sqlx::Error> {
+    if !super::wakeups().has_subscribers() {
+        return Ok(());
+    }
+    let mut types: Vec<&'static str> = rows.iter().map(|m| m.queue).collect();
+    types.sort_unstable();
+    types.dedup();
+    let mut pending = Some(types);
+    conn.lock_handle().await?.set_commit_hook(move || {
+        if let Some(types) = pending.take() {
+            let wakeups = super::wakeups();
+            types.iter().for_each(|t| wakeups.notify(t));
         }
-        let mut types: Vec<&'static str> = rows.iter().map(|m| m.queue).collect();
-        types.sort_unstable();
-        types.dedup();
-        let mut pending = Some(types);
-        conn.lock_handle().await?.set_commit_hook(move || {
-            if let Some(types) = pending.take() {
-                let wakeups = super::wakeups();
-                types.iter().for_each(|t| wakeups.notify(t));
-            }
-            true
-        });
-        Ok(())
-    })
+        true
+    });
+    Ok(())
 }

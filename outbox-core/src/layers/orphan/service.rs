@@ -2,7 +2,7 @@
 
 use std::{
     task::{Context, Poll},
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
 use apalis_core::task::Task;
@@ -11,6 +11,7 @@ use tower::Service;
 
 use super::{OrphanLayer, Relevance};
 use crate::{
+    clock::Due,
     layers::outcome::{Completion, Deferred},
     store::Claimed,
     BoxError,
@@ -66,7 +67,7 @@ where
                 Err(e) => {
                     tracing::warn!(error = %e, "orphan check failed; the message is deferred");
                     Err(Box::new(Deferred {
-                        until: Some(SystemTime::now() + CHECK_ERROR_DEFER),
+                        until: Some(Due::After(CHECK_ERROR_DEFER)),
                         reason: format!("orphan check failed: {e}"),
                     }) as BoxError)
                 }

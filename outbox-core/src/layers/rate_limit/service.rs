@@ -13,7 +13,12 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use super::{RateLimitLayer, GRANT_EVENT_TARGET};
-use crate::{clock::unix_secs_f64, layers::outcome::Deferred, store::TokenGrant, BoxError};
+use crate::{
+    clock::{unix_secs_f64, Due},
+    layers::outcome::Deferred,
+    store::TokenGrant,
+    BoxError,
+};
 
 /// How long a message waits when its bucket does not exist.
 const MISSING_BUCKET_DEFER: Duration = Duration::from_secs(60);
@@ -84,16 +89,15 @@ where
         let hold_until = Arc::clone(&self.hold_until);
         Box::pin(async move {
             loop {
-                let now = layer.clock.now();
                 let defer = |wait: Duration, reason: String| -> BoxError {
                     Box::new(Deferred {
-                        until: Some(now + wait),
+                        until: Some(Due::After(wait)),
                         reason,
                     })
                 };
                 match layer
                     .store
-                    .take_token(&layer.bucket, unix_secs_f64(now))
+                    .take_token(&layer.bucket, layer.clock.database_now())
                     .await
                 {
                     Ok(TokenGrant::Granted) => {
@@ -101,7 +105,7 @@ where
                         tracing::trace!(
                             target: GRANT_EVENT_TARGET,
                             bucket = %layer.bucket,
-                            granted_at = unix_secs_f64(now),
+                            granted_at = unix_secs_f64(layer.clock.now()),
                             "rate token granted"
                         );
                         return inner.call(req).await;

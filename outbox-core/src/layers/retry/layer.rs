@@ -5,22 +5,20 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::{clock::Clock, counters::Tally};
+use crate::counters::Tally;
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]
 pub struct RetryLayer {
     pub(crate) schedule: Arc<RetrySchedule>,
-    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) counters: Tally,
 }
 
 impl RetryLayer {
-    /// Retries on `schedule`, reading the time from `clock`.
-    pub fn new(schedule: RetrySchedule, clock: Arc<dyn Clock>) -> Self {
+    /// Retries on `schedule` (delays counted by the database's clock).
+    pub fn new(schedule: RetrySchedule) -> Self {
         Self {
             schedule: Arc::new(schedule),
-            clock,
             counters: Tally::default(),
         }
     }

@@ -6,7 +6,8 @@
 //! a crash.
 //!
 //! What the handler returned decides what happens ([`HandlerErrorKind`](crate::HandlerErrorKind)):
-//! `Retry` follows the type's [`RetrySchedule`]; `RetryAt` uses the given time and counts
+//! `Retry` follows the type's [`RetrySchedule`]; `RetryAt` and `RetryAfter` use the given time and
+//! count
 //! as an attempt; `Snooze` comes back after the delay and its attempt is given back;
 //! `Permanent`, and any failure once attempts are exhausted, gives the message up
 //! (the dead-letter layer then moves it out). A message deferred by the rate limit is not

@@ -8,6 +8,7 @@ use tower::Service;
 
 use super::RetryLayer;
 use crate::{
+    clock::Due,
     handler::HandlerErrorKind,
     layers::outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
     store::Claimed,
@@ -64,14 +65,13 @@ where
                 layer.counters.deferred();
                 return Err(error);
             }
-            let now = layer.clock.now();
             let (kind, reason) = match error.downcast_ref::<AttemptFailed>() {
                 Some(failed) => (failed.kind, failed.reason.clone()),
                 None => (HandlerErrorKind::Retry, error.to_string()),
             };
             let next = match kind {
                 HandlerErrorKind::Snooze(d) => Rescheduled {
-                    due: now + d,
+                    due: Due::After(d),
                     reason,
                     give_back_attempt: true,
                 },
@@ -85,12 +85,17 @@ where
                     }) as BoxError)
                 }
                 HandlerErrorKind::RetryAt(at) => Rescheduled {
-                    due: at.max(now),
+                    due: Due::At(at),
+                    reason,
+                    give_back_attempt: false,
+                },
+                HandlerErrorKind::RetryAfter(delay) => Rescheduled {
+                    due: Due::After(delay),
                     reason,
                     give_back_attempt: false,
                 },
                 _ => Rescheduled {
-                    due: now + layer.schedule.delay(attempts, id.as_str()),
+                    due: Due::After(layer.schedule.delay(attempts, id.as_str())),
                     reason,
                     give_back_attempt: false,
                 },

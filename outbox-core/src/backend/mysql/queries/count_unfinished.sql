@@ -1,9 +1,9 @@
 -- 1 if any message of the given, unpaused types is due now or held by a worker whose name
--- starts with the prefix, else 0. ? JSON array of type tags, ? prefix, ? now (unix ms)
+-- starts with the prefix, else 0. ? JSON array of type tags, ? prefix, ? now (unix ms; NULL: the database's clock)
 SELECT COUNT(*) FROM (
     SELECT 1
     FROM JSON_TABLE(?, '$[*]' COLUMNS (q VARCHAR(200) PATH '$')) AS t
-    JOIN (SELECT ? AS prefix, ? AS now_ms) AS p
+    JOIN (SELECT ? AS prefix, COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
     JOIN outbox_messages AS m ON m.type_tag = t.q
     WHERE m.type_tag NOT IN (SELECT type_tag FROM outbox_paused)
       AND ((m.status = 'queued' AND m.due_at <= p.now_ms)

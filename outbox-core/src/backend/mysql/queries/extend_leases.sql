@@ -1,7 +1,7 @@
--- Extends the leases of the messages a worker holds. ? worker, ? until (unix ms),
--- ? JSON [{"id","attempt"}]
+-- Extends the leases of the messages a worker holds. ? worker, ? now (unix ms; NULL:
+-- the database's clock), ? lease (ms), ? JSON [{"id","claim"}]
 UPDATE outbox_messages AS m
-JOIN (SELECT ? AS owner, ? AS until_ms) AS p
+JOIN (SELECT ? AS owner, COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) + ? AS until_ms) AS p
 JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id')) AS r ON m.id = r.id
 SET m.lease_expires_at = p.until_ms
 WHERE m.lease_owner = p.owner AND m.status = 'running'

@@ -1,8 +1,8 @@
 -- Puts running messages of a type whose lease expired back in the queue, keeping their due
 -- time (their place in line); the attempt stays counted and its end joins the attempt log
--- (the last 20 kept). ? type, ? now (unix ms)
+-- (the last 20 kept). ? type, ? now (unix ms; NULL: the database's clock)
 UPDATE outbox_messages AS m
-JOIN (SELECT ? AS type_tag, ? AS now_ms) AS p
+JOIN (SELECT ? AS type_tag, COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
 SET m.attempt_log = JSON_ARRAY_APPEND(
         CASE WHEN JSON_LENGTH(COALESCE(m.attempt_log, '[]')) >= 20
              THEN JSON_REMOVE(m.attempt_log, '$[0]') ELSE COALESCE(m.attempt_log, '[]') END,

@@ -1,7 +1,7 @@
 -- Copies given-up messages still leased to the worker for the settled claim into the
 -- dead letters with their reason ("text"), which also ends their attempt log;
 -- settle_delete.sql then removes them in the same transaction.
--- ? worker, ? now (unix ms), ? JSON [{"id","attempt","claim","text"}]
+-- ? worker, ? now (unix ms; NULL: the database's clock), ? JSON [{"id","attempt","claim","text"}]
 INSERT INTO outbox_dead_letters
     (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
 SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.idempotency_key,
@@ -12,7 +12,7 @@ SELECT m.id, m.type_tag, m.payload, m.attempts, m.max_attempts, m.priority, m.id
            '$', JSON_OBJECT('attempt', m.attempts, 'at', p.now_ms, 'error', r.reason)),
        m.claims
 FROM outbox_messages AS m
-JOIN (SELECT ? AS owner, ? AS now_ms) AS p
+JOIN (SELECT ? AS owner, COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
 JOIN JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(36) PATH '$.id', attempt INT PATH '$.attempt', claim INT PATH '$.claim', reason TEXT PATH '$.text')) AS r
     ON m.id = r.id AND m.claims = r.claim
 WHERE m.lease_owner = p.owner AND m.status = 'running'

@@ -1,12 +1,13 @@
 -- Inserts a batch of messages given as a JSON array; a taken idempotency key skips the row
 -- without an error (the caller's transaction stays usable: no 23505). Returns the ids
--- written. $1: [{"id","queue","job" (payload JSON as a string),"due","at","priority","max_attempts","key"}]
+-- written. $1: [{"id","queue","job" (payload JSON as a string),"due" (unix ms, or null: "delay" ms
+-- after now),"delay","priority","max_attempts","key"}], $2 now (unix ms; NULL: the database's clock)
 WITH ins AS (
     INSERT INTO outbox_messages
         (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
-    SELECT r.id, r.queue, convert_to(r.job, 'UTF8'), 'queued', 0, r.max_attempts, r.due, r.priority, r.key, r.at
-    FROM jsonb_to_recordset($1::jsonb)
-         AS r(id text, queue text, job text, due bigint, at bigint, priority integer, max_attempts integer, key text)
+    SELECT r.id, r.queue, convert_to(r.job, 'UTF8'), 'queued', 0, r.max_attempts, GREATEST(COALESCE(r.due, 0), n.now + COALESCE(r.delay, 0)), r.priority, r.key, n.now
+    FROM (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n, jsonb_to_recordset($1::jsonb)
+         AS r(id text, queue text, job text, due bigint, delay bigint, priority integer, max_attempts integer, key text)
     ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type_tag
 )

@@ -1,6 +1,6 @@
 -- Moves given-up messages still leased to $1 for the settled claim into the dead
 -- letters with their reason ("text"), which also ends their attempt log, in one
--- statement. $2 now (unix ms), $3 JSON [{"id","attempt","claim","text"}]
+-- statement. $2 now (unix ms; NULL: the database's clock), $3 JSON [{"id","attempt","claim","text"}]
 WITH gone AS (
     DELETE FROM outbox_messages AS m
     USING jsonb_to_recordset($3::jsonb) AS r(id text, attempt integer, claim integer, text text)
@@ -10,10 +10,10 @@ WITH gone AS (
 )
 INSERT INTO outbox_dead_letters
     (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
-SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, reason, enqueued_at, $2,
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, reason, enqueued_at, COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint),
        ((CASE WHEN jsonb_array_length(COALESCE(attempt_log, '[]')::jsonb) >= 20
               THEN COALESCE(attempt_log, '[]')::jsonb - 0 ELSE COALESCE(attempt_log, '[]')::jsonb END)
-        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', $2::bigint, 'error', reason)))::text,
+        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint), 'error', reason)))::text,
        claims
 FROM gone
 ON CONFLICT (id) DO UPDATE SET

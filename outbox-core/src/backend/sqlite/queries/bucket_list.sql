@@ -1,2 +1,2 @@
--- Every bucket as stored, by name.
-SELECT name, capacity, refill_per_sec, tokens, updated_at FROM outbox_rate_buckets ORDER BY name
+-- Every bucket as stored, by name, and the time it is read at. ?1 now (unix s)
+SELECT name, capacity, refill_per_sec, tokens, updated_at, ?1 FROM outbox_rate_buckets ORDER BY name

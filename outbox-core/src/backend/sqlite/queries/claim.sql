@@ -1,8 +1,8 @@
 -- Claims up to ?3 due, queued messages of type ?1 (unless paused) in claim order, straight
--- to running, leased to ?4 until ?5 (unix ms), counting the attempt and the claim (the
+-- to running, leased to ?4 for ?5 ms, counting the attempt and the claim (the
 -- fencing token its settlement names; never given back). ?2 now (unix ms)
 UPDATE outbox_messages
-SET status = 'running', attempts = attempts + 1, claims = claims + 1, lease_owner = ?4, lease_expires_at = ?5
+SET status = 'running', attempts = attempts + 1, claims = claims + 1, lease_owner = ?4, lease_expires_at = ?2 + ?5
 WHERE id IN (
     SELECT id FROM outbox_messages
     WHERE status = 'queued' AND type_tag = ?1 AND due_at <= ?2

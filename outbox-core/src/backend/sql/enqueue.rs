@@ -1,0 +1,198 @@
+//! The database-neutral half of a transactional enqueue: a message's parameters, a batch
+//! as one JSON parameter (so every database runs one static statement per chunk, whatever
+//! its size), and the one resolver that matches what the database wrote back to the input,
+//! in order, looking up the holders of taken idempotency keys.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use super::{rows::json, Arg};
+use crate::{
+    clock::{unix_millis_ceil, Due},
+    enqueue::{Enqueued, NewMessage},
+    MessageId,
+};
+
+/// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
+/// never early) or a delay in ms after the statement's `now`.
+fn due_parts(due: Due) -> (Option<i64>, i64) {
+    match due {
+        Due::At(at) => (Some(unix_millis_ceil(at)), 0),
+        Due::After(delay) => (None, super::rows::millis_ceil(delay)),
+    }
+}
+
+/// One message's parameters in the order of every database's `enqueue_one.sql`: id, type,
+/// payload, max attempts, due (unix ms or NULL), priority, idempotency key, now (unix ms,
+/// NULL for the database's clock), delay (ms).
+pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 9] {
+    let (due, delay) = due_parts(m.due);
+    [
+        Arg::Text(m.id.as_str()),
+        Arg::Text(m.queue),
+        Arg::Bytes(&m.payload),
+        Arg::Int(i64::from(m.max_attempts)),
+        Arg::OptInt(due),
+        Arg::Int(i64::from(m.priority)),
+        Arg::OptText(m.idempotency_key.as_deref()),
+        Arg::OptInt(now),
+        Arg::Int(delay),
+    ]
+}
+
+/// One row as the PostgreSQL and MySQL batch statements read it from their JSON parameter.
+#[derive(Serialize)]
+struct Row<'a> {
+    id: &'a str,
+    queue: &'a str,
+    /// The payload's JSON text (serde_json output is always UTF-8).
+    job: &'a str,
+    /// Absolute due time (unix ms); left out when the message is due after `delay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due: Option<i64>,
+    /// Delay (ms) after the statement's `now`.
+    delay: i64,
+    priority: u16,
+    max_attempts: u32,
+    /// Left out when absent, so every database reads SQL NULL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+}
+
+/// One row as a JSON array, in [`Row`]'s field order: read by position (SQLite), without
+/// key names to write, parse and look up.
+#[derive(Serialize)]
+struct RowArray<'a>(
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<i64>,
+    i64,
+    u16,
+    u32,
+    Option<&'a str>,
+);
+
+fn payload_text(m: &NewMessage) -> Result<&str, sqlx::Error> {
+    std::str::from_utf8(&m.payload).map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+/// The rows as a JSON array of objects (PostgreSQL and MySQL batch statements).
+pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
+    let encoded = rows
+        .iter()
+        .map(|m| {
+            let (due, delay) = due_parts(m.due);
+            Ok(Row {
+                id: m.id.as_str(),
+                queue: m.queue,
+                job: payload_text(m)?,
+                due,
+                delay,
+                priority: m.priority,
+                max_attempts: m.max_attempts,
+                key: m.idempotency_key.as_deref(),
+            })
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    json(&encoded)
+}
+
+/// The rows as a JSON array of arrays (the SQLite batch statement).
+pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
+    let encoded = rows
+        .iter()
+        .map(|m| {
+            let (due, delay) = due_parts(m.due);
+            Ok(RowArray(
+                m.id.as_str(),
+                m.queue,
+                payload_text(m)?,
+                due,
+                delay,
+                m.priority,
+                m.max_attempts,
+                m.idempotency_key.as_deref(),
+            ))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    json(&encoded)
+}
+
+/// The ids of a batch as a JSON array (SQLite's `written_ids.sql`).
+pub(crate) fn ids_json(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
+    let ids: Vec<&str> = rows.iter().map(|m| m.id.as_str()).collect();
+    json(&ids)
+}
+
+/// What an insert statement tells of the rows it wrote.
+#[derive(Debug)]
+pub(crate) enum Written {
+    /// Every row (as many written as given: ids are fresh).
+    All,
+    /// These ids; the others had a taken key.
+    Ids(HashSet<String>),
+    /// Rows without a key; whether a keyed row was written is known only by asking who
+    /// holds its key (MySQL: a taken key is a no-op update).
+    Unkeyed,
+}
+
+/// A connection that can say which messages hold idempotency keys (`find_by_keys.sql`).
+pub(crate) trait FindByKeys: Send {
+    /// `(key, id)` of the messages of `queue` holding any of `keys` (a JSON array).
+    fn find_by_keys<'a>(
+        &'a mut self,
+        queue: &'a str,
+        keys: String,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>>;
+}
+
+/// One result per input row, in order: written, or a duplicate of the message holding its
+/// key. The holders of the keys that `written` leaves open are looked up on `conn` (in the
+/// caller's transaction, so a key taken earlier in it is found too).
+pub(crate) async fn resolve<C: FindByKeys + ?Sized>(
+    conn: &mut C,
+    rows: &[NewMessage],
+    written: Written,
+) -> Result<Vec<Enqueued>, sqlx::Error> {
+    let is_written = |m: &NewMessage| match &written {
+        Written::All => true,
+        Written::Ids(ids) => ids.contains(m.id.as_str()),
+        Written::Unkeyed => m.idempotency_key.is_none(),
+    };
+    let mut open: HashMap<&'static str, Vec<&str>> = HashMap::new();
+    for m in rows.iter().filter(|m| !is_written(m)) {
+        if let Some(k) = &m.idempotency_key {
+            open.entry(m.queue).or_default().push(k.as_str());
+        }
+    }
+    let mut holders: HashMap<(&str, String), String> = HashMap::new();
+    for (queue, keys) in open {
+        let found = conn.find_by_keys(queue, json(&keys)?).await?;
+        holders.extend(found.into_iter().map(|(key, id)| ((queue, key), id)));
+    }
+    rows.iter()
+        .map(|m| {
+            if is_written(m) {
+                return Ok(Enqueued::New(m.id.clone()));
+            }
+            let holder = m
+                .idempotency_key
+                .as_ref()
+                .and_then(|k| holders.get(&(m.queue, k.clone())));
+            match holder {
+                // MySQL: the key's holder is this very row, so it was written.
+                Some(id) if id == m.id.as_str() => Ok(Enqueued::New(m.id.clone())),
+                Some(id) => Ok(Enqueued::Duplicate {
+                    existing: MessageId::from_string(id.clone()),
+                }),
+                None => Err(sqlx::Error::Protocol(format!(
+                    "message {} was neither written nor found as a duplicate",
+                    m.id
+                ))),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,650 @@
+//! The storage port, written once for every SQL database, over a small [`Dialect`] each
+//! database implements.
+//!
+//! A dialect knows how to run one statement with [`Arg`]uments (on its pool or in a write
+//! transaction), how to read a column of a returned row ([`SqlRow`]), which statement texts
+//! it uses ([`Queries`], from its `.sql` files), how it claims (that differs: `UPDATE …
+//! RETURNING` or a locking read), and which clock it works on. Everything else — which
+//! statements a verb runs in which transaction, with which parameters, and how rows become
+//! port records — is plain code here and in [`rows`].
+//!
+//! Every statement takes its parameters in one canonical order, each parameter once (a
+//! database that needs a value twice reads it from a one-row derived table); batches travel
+//! as one JSON parameter, so every statement is static whatever the batch size. `now` is
+//! bound as a nullable value: NULL makes the statement read the database's own clock.
+
+pub(crate) mod enqueue;
+pub(crate) mod rows;
+
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+
+use self::rows::{filter_args, fold_counts, held_json, json, millis_ceil, SettlementGroups};
+use crate::{
+    clock::{unix_millis, Now},
+    store::{
+        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Held,
+        PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued, Settled,
+        Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType,
+    },
+    Error,
+};
+
+/// Runs of a write transaction after a transient error (deadlock, serialization failure,
+/// lock wait timeout) before the error is returned.
+const WRITE_RETRIES: u32 = 8;
+
+/// One bound parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arg<'a> {
+    /// A 64-bit integer.
+    Int(i64),
+    /// A 64-bit integer or NULL.
+    OptInt(Option<i64>),
+    /// A double or NULL.
+    OptReal(Option<f64>),
+    /// A double.
+    Real(f64),
+    /// Text.
+    Text(&'a str),
+    /// Text or NULL.
+    OptText(Option<&'a str>),
+    /// Bytes.
+    Bytes(&'a [u8]),
+}
+
+/// Binds `args` to `query` in order.
+pub(crate) fn bind<'q, DB: sqlx::Database>(
+    mut query: sqlx::query::Query<'q, DB, DB::Arguments>,
+    args: &[Arg<'_>],
+) -> sqlx::query::Query<'q, DB, DB::Arguments>
+where
+    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> f64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> &'t [u8]: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<f64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+{
+    for arg in args {
+        query = match *arg {
+            Arg::Int(v) => query.bind(v),
+            Arg::OptInt(v) => query.bind(v),
+            Arg::Real(v) => query.bind(v),
+            Arg::OptReal(v) => query.bind(v),
+            Arg::Text(v) => query.bind(v),
+            Arg::OptText(v) => query.bind(v),
+            Arg::Bytes(v) => query.bind(v),
+        };
+    }
+    query
+}
+
+/// Reading one column of a returned row, whatever integer width the database uses.
+pub trait SqlRow: Send + 'static {
+    /// An integer column.
+    fn int(&self, i: usize) -> Result<i64, sqlx::Error>;
+    /// An integer column that may be NULL.
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error>;
+    /// A floating-point column.
+    fn real(&self, i: usize) -> Result<f64, sqlx::Error>;
+    /// A text column.
+    fn text(&self, i: usize) -> Result<String, sqlx::Error>;
+    /// A text column that may be NULL.
+    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error>;
+    /// A bytes column.
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error>;
+}
+
+/// The statement texts of one database (its `.sql` files), by what they do. A verb whose
+/// move takes several statements lists them in the order they run in one transaction.
+#[derive(Debug)]
+pub struct Queries {
+    /// Delivered messages deleted (settlement).
+    pub settle_delete: &'static str,
+    /// Delivered messages kept as done rows (settlement).
+    pub settle_done: &'static str,
+    /// Messages back in the queue, due later (settlement).
+    pub settle_retry: &'static str,
+    /// Messages back in the queue unchanged (settlement).
+    pub settle_release: &'static str,
+    /// Messages moved to the dead letters (settlement); the first decides the count.
+    pub settle_bury: &'static [&'static str],
+    /// Registry row of a worker.
+    pub worker_heartbeat: &'static str,
+    /// Removes a worker from the registry.
+    pub worker_delete: &'static str,
+    /// Extends the leases a worker holds.
+    pub extend_leases: &'static str,
+    /// Requeues messages whose lease expired.
+    pub rescue_expired: &'static str,
+    /// Deletes old done rows.
+    pub prune_done: &'static str,
+    /// Whether a drain has anything left.
+    pub count_unfinished: &'static str,
+    /// Queued messages of unregistered types, per type.
+    pub unregistered_pending: &'static str,
+    /// Moves queued messages of unregistered types to the dead letters; the first decides
+    /// the count.
+    pub unregistered_bury: &'static [&'static str],
+    /// Takes a token.
+    pub bucket_take: &'static str,
+    /// Creates or changes a bucket.
+    pub bucket_set: &'static str,
+    /// One bucket.
+    pub bucket_get: &'static str,
+    /// Every bucket.
+    pub bucket_list: &'static str,
+    /// Pauses a type.
+    pub pause: &'static str,
+    /// Resumes a type.
+    pub resume: &'static str,
+    /// Every paused type.
+    pub paused: &'static str,
+    /// A page of dead letters.
+    pub dead_letters_list: &'static str,
+    /// How many dead letters match.
+    pub dead_letters_count: &'static str,
+    /// Deletes matching dead letters.
+    pub dead_letters_purge: &'static str,
+    /// Moves matching dead letters back to the queue; the last decides the count.
+    pub requeue: &'static [&'static str],
+    /// Counts per type and state.
+    pub status_counts: &'static str,
+}
+
+/// What a SQL database tells the shared store. Public only inside the crate's private
+/// `backend::sql` module, so no one outside can implement it.
+pub trait Dialect: Clone + Send + Sync + 'static {
+    /// A returned row.
+    type Row: SqlRow;
+    /// A write transaction.
+    type Tx: Send + 'static;
+
+    /// The database's statement texts.
+    fn queries(&self) -> &'static Queries;
+
+    /// Whether the database reads its own clock for [`Now::Database`] (PostgreSQL,
+    /// MariaDB); if not (SQLite, one host), the process clock is bound instead.
+    fn database_clock(&self) -> bool;
+
+    /// Starts a write transaction as the database wants it.
+    fn begin_write(&self) -> BoxFuture<'_, Result<Self::Tx, sqlx::Error>>;
+
+    /// Commits a write transaction.
+    fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>>;
+
+    /// Runs `sql` with `args` in `tx`, or on the pool; returns the rows it changed.
+    fn execute<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
+
+    /// Runs `sql` with `args` in `tx`, or on the pool; returns its rows.
+    fn fetch<'a>(
+        &'a self,
+        tx: Option<&'a mut Self::Tx>,
+        sql: &'static str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<Vec<Self::Row>, sqlx::Error>>;
+
+    /// Whether the transaction failed as a whole and may simply run again.
+    fn is_transient(error: &sqlx::Error) -> bool;
+
+    /// Claims as [`QueueStore::claim`] says (any order; the store sorts).
+    fn claim_rows<'a>(
+        &'a self,
+        request: &'a ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Claimed>, sqlx::Error>>;
+
+    /// The parameters of `bucket_take` (`now` in unix seconds, NULL for the database's
+    /// clock): by default `now, bucket`.
+    fn take_token_args(now: Option<f64>, bucket: &str) -> Vec<Arg<'_>> {
+        vec![Arg::OptReal(now), Arg::Text(bucket)]
+    }
+
+    /// `now` as unix milliseconds to bind, or `None` for the database's clock.
+    fn now_ms(&self, now: Now) -> Option<i64> {
+        match now {
+            Now::Database if self.database_clock() => None,
+            other => Some(unix_millis(other.or_system())),
+        }
+    }
+
+    /// `now` as unix seconds to bind (rate buckets), or `None` for the database's clock.
+    fn now_secs(&self, now: Now) -> Option<f64> {
+        match now {
+            Now::Database if self.database_clock() => None,
+            other => Some(unix_secs(other.or_system())),
+        }
+    }
+}
+
+/// Unix seconds of `t` with sub-second precision: the unit of the rate bucket columns.
+fn unix_secs(t: SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+/// The time `secs` unix seconds stand for.
+fn from_unix_secs(secs: f64) -> SystemTime {
+    std::time::UNIX_EPOCH + Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or_default()
+}
+
+/// One statement of a write transaction and its parameters.
+type Statement<'a> = (&'static str, &'a [Arg<'a>]);
+
+/// Runs `statements` in order in one write transaction, again from the start after a
+/// transient error (up to [`WRITE_RETRIES`] times); returns each statement's count of
+/// changed rows. Every write of the port goes through it.
+async fn write<D: Dialect>(db: &D, statements: &[Statement<'_>]) -> Result<Vec<u64>, Error> {
+    let mut attempt = 0u32;
+    loop {
+        let result: Result<Vec<u64>, sqlx::Error> = async {
+            let mut tx = db.begin_write().await?;
+            let mut changed = Vec::with_capacity(statements.len());
+            for (sql, args) in statements {
+                changed.push(db.execute(Some(&mut tx), sql, args).await?);
+            }
+            D::commit(tx).await?;
+            Ok(changed)
+        }
+        .await;
+        match result {
+            Err(e) if D::is_transient(&e) && attempt < WRITE_RETRIES => {
+                attempt += 1;
+                let jitter = u64::from(attempt * 7 % 11);
+                let pause = 5 * u64::from(attempt) + jitter;
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            other => return other.map_err(Error::from),
+        }
+    }
+}
+
+/// A bucket from the columns of `bucket_get.sql` starting at `at`: capacity, refill per
+/// second, tokens, updated at, read at (unix seconds).
+fn bucket_state<R: SqlRow>(row: &R, at: usize) -> Result<BucketState, sqlx::Error> {
+    Ok(BucketState {
+        limit: RateLimit {
+            burst: row.real(at)?,
+            per_second: row.real(at + 1)?,
+        },
+        tokens: row.real(at + 2)?,
+        updated_at: from_unix_secs(row.real(at + 3)?),
+        read_at: from_unix_secs(row.real(at + 4)?),
+    })
+}
+
+impl<D: Dialect> QueueStore for D {
+    fn claim<'a>(
+        &'a self,
+        request: &'a ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Claimed>, Error>> {
+        Box::pin(async move {
+            let mut claimed = self.claim_rows(request).await?;
+            claimed.sort_by(Claimed::claim_order);
+            Ok(claimed)
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        owner: &'a str,
+        settlements: &'a [Settlement],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Settled, Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let groups = SettlementGroups::of(settlements)?;
+            let now = self.now_ms(now);
+            let kinds: [(&Option<String>, &[&'static str]); 5] = [
+                (&groups.delete, std::slice::from_ref(&q.settle_delete)),
+                (&groups.done, std::slice::from_ref(&q.settle_done)),
+                (&groups.retry, std::slice::from_ref(&q.settle_retry)),
+                (&groups.release, std::slice::from_ref(&q.settle_release)),
+                (&groups.bury, q.settle_bury),
+            ];
+            let args: Vec<(&[&'static str], [Arg<'_>; 3])> = kinds
+                .iter()
+                .filter_map(|(rows, sqls)| {
+                    let rows = rows.as_deref()?;
+                    Some((*sqls, [Arg::Text(owner), Arg::OptInt(now), Arg::Text(rows)]))
+                })
+                .collect();
+            let mut statements = Vec::new();
+            let mut counted = Vec::new();
+            for (sqls, args) in &args {
+                // The first statement of a kind decides how many of it applied.
+                counted.push(statements.len());
+                statements.extend(sqls.iter().map(|sql| (*sql, &args[..])));
+            }
+            let changed = write(self, &statements).await?;
+            let applied: u64 = counted.iter().map(|&i| changed[i]).sum();
+            let applied = applied.min(settlements.len() as u64);
+            Ok(Settled {
+                applied,
+                fenced: settlements.len() as u64 - applied,
+            })
+        })
+    }
+
+    fn heartbeat<'a>(
+        &'a self,
+        owner: &'a str,
+        type_tag: &'a str,
+        held: &'a [Held],
+        now: Now,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let now = self.now_ms(now);
+            // The registry is for operators; the leases come first.
+            let args = [Arg::Text(owner), Arg::Text(type_tag), Arg::OptInt(now)];
+            let registered = self.execute(None, q.worker_heartbeat, &args).await;
+            if !held.is_empty() {
+                let rows = held_json(held)?;
+                let args = [
+                    Arg::Text(owner),
+                    Arg::OptInt(now),
+                    Arg::Int(millis_ceil(lease)),
+                    Arg::Text(&rows),
+                ];
+                write(self, &[(q.extend_leases, &args)]).await?;
+            }
+            registered.map(drop).map_err(Error::from)
+        })
+    }
+
+    fn deregister<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(owner)];
+            self.execute(None, self.queries().worker_delete, &args)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn rescue_expired<'a>(
+        &'a self,
+        type_tag: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(type_tag), Arg::OptInt(self.now_ms(now))];
+            let changed = write(self, &[(self.queries().rescue_expired, &args)]).await?;
+            Ok(changed[0])
+        })
+    }
+
+    fn prune_done(
+        &self,
+        window: Duration,
+        now: Now,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                Arg::Int(millis_ceil(window)),
+                Arg::Int(i64::from(limit)),
+            ];
+            Ok(self.execute(None, self.queries().prune_done, &args).await?)
+        })
+    }
+
+    fn count_unfinished<'a>(
+        &'a self,
+        type_tags: &'a [&'static str],
+        owner_prefix: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let tags = json(type_tags)?;
+            let args = [
+                Arg::Text(&tags),
+                Arg::Text(owner_prefix),
+                Arg::OptInt(self.now_ms(now)),
+            ];
+            let rows = self
+                .fetch(None, self.queries().count_unfinished, &args)
+                .await?;
+            let n = rows.first().map(|r| r.int(0)).transpose()?;
+            Ok(n.unwrap_or_default().max(0) as u64)
+        })
+    }
+
+    fn unregistered_pending<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+    ) -> BoxFuture<'a, Result<Vec<UnregisteredType>, Error>> {
+        Box::pin(async move {
+            let tags = json(registered)?;
+            let args = [Arg::Text(&tags)];
+            let rows = self
+                .fetch(None, self.queries().unregistered_pending, &args)
+                .await?;
+            let found = rows.iter().map(|r| {
+                Ok(UnregisteredType {
+                    type_tag: r.text(0)?,
+                    pending: r.int(1)?.max(0) as u64,
+                })
+            });
+            Ok(found.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn bury_unregistered<'a>(
+        &'a self,
+        registered: &'a [&'static str],
+        reason: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let tags = json(registered)?;
+            let args = [
+                Arg::Text(&tags),
+                Arg::Text(reason),
+                Arg::OptInt(self.now_ms(now)),
+            ];
+            let statements: Vec<Statement<'_>> = self
+                .queries()
+                .unregistered_bury
+                .iter()
+                .map(|sql| (*sql, &args[..]))
+                .collect();
+            let changed = write(self, &statements).await?;
+            Ok(changed.first().copied().unwrap_or_default())
+        })
+    }
+}
+
+impl<D: Dialect> RateBucketStore for D {
+    fn take_token<'a>(
+        &'a self,
+        bucket: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<TokenGrant, Error>> {
+        Box::pin(async move {
+            let args = D::take_token_args(self.now_secs(now), bucket);
+            let taken = self
+                .execute(None, self.queries().bucket_take, &args)
+                .await?;
+            if taken == 1 {
+                return Ok(TokenGrant::Granted);
+            }
+            Ok(match self.bucket(bucket, now).await? {
+                None => TokenGrant::NoSuchBucket,
+                Some(state) => TokenGrant::Wait(state.wait_for_token()),
+            })
+        })
+    }
+
+    fn set_bucket<'a>(
+        &'a self,
+        bucket: &'a str,
+        limit: RateLimit,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::Text(bucket),
+                Arg::Real(limit.burst),
+                Arg::Real(limit.per_second),
+                Arg::OptReal(self.now_secs(now)),
+            ];
+            write(self, &[(self.queries().bucket_set, &args)]).await?;
+            Ok(())
+        })
+    }
+
+    fn bucket<'a>(
+        &'a self,
+        bucket: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<BucketState>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(bucket), Arg::OptReal(self.now_secs(now))];
+            let rows = self.fetch(None, self.queries().bucket_get, &args).await?;
+            Ok(rows.first().map(|r| bucket_state(r, 0)).transpose()?)
+        })
+    }
+
+    fn buckets(&self, now: Now) -> BoxFuture<'_, Result<Vec<(String, BucketState)>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptReal(self.now_secs(now))];
+            let rows = self.fetch(None, self.queries().bucket_list, &args).await?;
+            let buckets = rows.iter().map(|r| Ok((r.text(0)?, bucket_state(r, 1)?)));
+            Ok(buckets.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+}
+
+impl<D: Dialect> PauseStore for D {
+    fn pause<'a>(
+        &'a self,
+        type_tag: &'a str,
+        reason: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::Text(type_tag),
+                Arg::OptInt(self.now_ms(now)),
+                Arg::Text(reason),
+            ];
+            write(self, &[(self.queries().pause, &args)]).await?;
+            Ok(())
+        })
+    }
+
+    fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(type_tag)];
+            let changed = write(self, &[(self.queries().resume, &args)]).await?;
+            Ok(changed[0] > 0)
+        })
+    }
+
+    fn paused(&self) -> BoxFuture<'_, Result<Vec<PausedType>, Error>> {
+        Box::pin(async move {
+            let rows = self.fetch(None, self.queries().paused, &[]).await?;
+            let paused = rows.iter().map(|r| {
+                Ok(PausedType {
+                    type_tag: r.text(0)?,
+                    paused_at: crate::clock::from_unix_millis(r.int(1)?),
+                    reason: r.text(2)?,
+                })
+            });
+            Ok(paused.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+}
+
+impl<D: Dialect> DeadLetterStore for D {
+    fn list_dead<'a>(
+        &'a self,
+        filter: &'a DeadLetterFilter,
+        limit: u32,
+        offset: u64,
+    ) -> BoxFuture<'a, Result<Vec<DeadLetter>, Error>> {
+        Box::pin(async move {
+            let [id, type_tag, before] = filter_args(filter);
+            let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+            let args = [
+                id,
+                type_tag,
+                before,
+                Arg::Int(i64::from(limit)),
+                Arg::Int(offset),
+            ];
+            let rows = self
+                .fetch(None, self.queries().dead_letters_list, &args)
+                .await?;
+            let letters = rows.iter().map(rows::dead_letter);
+            Ok(letters.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn count_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = filter_args(filter);
+            let rows = self
+                .fetch(None, self.queries().dead_letters_count, &args)
+                .await?;
+            let n = rows.first().map(|r| r.int(0)).transpose()?;
+            Ok(n.unwrap_or_default().max(0) as u64)
+        })
+    }
+
+    fn requeue_dead<'a>(
+        &'a self,
+        filter: &'a DeadLetterFilter,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Requeued, Error>> {
+        Box::pin(async move {
+            let [id, type_tag, before] = filter_args(filter);
+            let args = [Arg::OptInt(self.now_ms(now)), id, type_tag, before];
+            let statements: Vec<Statement<'_>> = self
+                .queries()
+                .requeue
+                .iter()
+                .map(|sql| (*sql, &args[..]))
+                .collect();
+            // The last statement removes the dead letters now in the queue: its count is
+            // what this call moved.
+            let changed = write(self, &statements).await?;
+            let left = self.count_dead(filter).await?;
+            Ok(Requeued {
+                requeued: changed.last().copied().unwrap_or_default(),
+                key_taken: left,
+            })
+        })
+    }
+
+    fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = filter_args(filter);
+            let changed = write(self, &[(self.queries().dead_letters_purge, &args)]).await?;
+            Ok(changed[0])
+        })
+    }
+}
+
+impl<D: Dialect> StatsStore for D {
+    fn status_counts(&self, now: Now) -> BoxFuture<'_, Result<Vec<TypeCounts>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now))];
+            let rows = self
+                .fetch(None, self.queries().status_counts, &args)
+                .await?;
+            Ok(fold_counts(&rows)?)
+        })
+    }
+}

@@ -1,0 +1,289 @@
+//! The plain logic between the port's records and the SQL statements' parameters and rows:
+//! settlements grouped by kind into one JSON parameter each, dead-letter filters as
+//! parameters, a dead letter and a claimed message from their columns, and the status
+//! counts folded per type. Nothing here runs a statement.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::Serialize;
+
+use super::{Arg, SqlRow};
+use crate::{
+    clock::{from_unix_millis, unix_millis, unix_millis_ceil},
+    store::{
+        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, Held, Settle, Settlement,
+        TypeCounts,
+    },
+    MessageId,
+};
+
+/// A settlement (or a held message) as the statements read it from their JSON parameter.
+#[derive(Serialize)]
+struct Row<'a> {
+    id: &'a str,
+    attempt: u32,
+    claim: u32,
+    /// Absolute due time (unix ms) of a retry at a chosen time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due: Option<i64>,
+    /// Delay (ms) after the settlement's `now` of any other retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    give_back: Option<i64>,
+}
+
+impl<'a> Row<'a> {
+    fn of(id: &'a MessageId, attempt: u32, claim: u32) -> Self {
+        Row {
+            id: id.as_str(),
+            attempt,
+            claim,
+            due: None,
+            delay: None,
+            text: None,
+            give_back: None,
+        }
+    }
+}
+
+/// `value` as JSON text, for a statement's JSON parameter.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<String, sqlx::Error> {
+    serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(e.into()))
+}
+
+/// Whole milliseconds of `d`, rounded up (a delay is never shortened), saturating.
+pub(crate) fn millis_ceil(d: Duration) -> i64 {
+    let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    ms.saturating_add(i64::from(d.subsec_nanos() % 1_000_000 > 0))
+}
+
+/// The settlements of one batch by kind, each kind as the JSON parameter of its
+/// statements (`None` when the batch has none of that kind).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct SettlementGroups {
+    /// Delivered, deleted.
+    pub(crate) delete: Option<String>,
+    /// Delivered, kept as done rows (retention).
+    pub(crate) done: Option<String>,
+    /// Back to the queue, due later.
+    pub(crate) retry: Option<String>,
+    /// Back to the queue unchanged.
+    pub(crate) release: Option<String>,
+    /// Moved to the dead letters.
+    pub(crate) bury: Option<String>,
+}
+
+impl SettlementGroups {
+    /// Groups `settlements` by kind.
+    pub(crate) fn of(settlements: &[Settlement]) -> Result<Self, sqlx::Error> {
+        let (mut delete, mut done, mut retry, mut release, mut bury) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for s in settlements {
+            let row = Row::of(&s.id, s.attempt, s.claim);
+            match &s.settle {
+                Settle::Done { keep: false, .. } => delete.push(row),
+                Settle::Done { keep: true, note } => done.push(Row {
+                    text: note.as_deref(),
+                    ..row
+                }),
+                Settle::Retry {
+                    due,
+                    error,
+                    give_back_attempt,
+                } => {
+                    let (due, delay) = match due {
+                        Due::At(at) => (Some(unix_millis_ceil(*at)), None),
+                        Due::After(d) => (None, Some(millis_ceil(*d))),
+                    };
+                    retry.push(Row {
+                        due,
+                        delay,
+                        text: Some(error.as_str()),
+                        give_back: Some(i64::from(*give_back_attempt)),
+                        ..row
+                    })
+                }
+                Settle::Release => release.push(row),
+                Settle::Bury { reason } => bury.push(Row {
+                    text: Some(reason.as_str()),
+                    ..row
+                }),
+            }
+        }
+        let encode = |rows: Vec<Row<'_>>| -> Result<Option<String>, sqlx::Error> {
+            if rows.is_empty() {
+                Ok(None)
+            } else {
+                json(&rows).map(Some)
+            }
+        };
+        Ok(Self {
+            delete: encode(delete)?,
+            done: encode(done)?,
+            retry: encode(retry)?,
+            release: encode(release)?,
+            bury: encode(bury)?,
+        })
+    }
+}
+
+/// The held messages as the lease statement's JSON parameter.
+pub(crate) fn held_json(held: &[Held]) -> Result<String, sqlx::Error> {
+    let rows: Vec<Row<'_>> = held.iter().map(|h| Row::of(&h.id, 0, h.claim)).collect();
+    json(&rows)
+}
+
+/// The three optional dead-letter filter parameters, in every filter statement's order:
+/// id, type, failed before (unix ms).
+pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 3] {
+    [
+        Arg::OptText(f.id.as_deref()),
+        Arg::OptText(f.type_tag.as_deref()),
+        Arg::OptInt(f.failed_before.map(unix_millis)),
+    ]
+}
+
+/// Clamps a stored integer into `u32` (counts and attempts are never negative).
+fn clamp_u32(v: i64) -> u32 {
+    v.clamp(0, i64::from(u32::MAX)) as u32
+}
+
+/// A claimed message from the columns every claim returns: id, payload, attempts,
+/// max attempts, priority, due (unix ms), claims. `counted` says whether the attempt and
+/// claim columns already include this claim (an `UPDATE … RETURNING`) or were read before
+/// it (a locking read followed by the update).
+pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx::Error> {
+    let this = i64::from(!counted);
+    Ok(Claimed {
+        id: MessageId::from_string(row.text(0)?),
+        payload: row.bytes(1)?,
+        attempt: clamp_u32(row.int(2)? + this),
+        max_attempts: clamp_u32(row.int(3)?),
+        priority: row.int(4)?.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+        due_at: from_unix_millis(row.int(5)?),
+        claim: clamp_u32(row.int(6)? + this),
+    })
+}
+
+/// A dead letter from the columns of `dead_letters_list.sql`: id, type, payload,
+/// attempts, max attempts, key, last error, enqueued at, failed at, attempt log.
+pub(crate) fn dead_letter<R: SqlRow>(row: &R) -> Result<DeadLetter, sqlx::Error> {
+    Ok(DeadLetter {
+        id: MessageId::from_string(row.text(0)?),
+        type_tag: row.text(1)?,
+        payload: row.bytes(2)?,
+        attempts: clamp_u32(row.int(3)?),
+        max_attempts: clamp_u32(row.int(4)?),
+        idempotency_key: row.opt_text(5)?,
+        last_error: row.text(6)?,
+        enqueued_at: row.opt_int(7)?.map(from_unix_millis),
+        failed_at: from_unix_millis(row.int(8)?),
+        attempt_log: FailedAttempt::parse_log(row.opt_text(9)?.as_deref()),
+    })
+}
+
+/// Folds the rows of `status_counts.sql` (type, pending, scheduled, running, retrying,
+/// done, dead, oldest due) into one [`TypeCounts`] per type, by type tag: the queue and
+/// the dead letters each give a row per type.
+pub(crate) fn fold_counts<R: SqlRow>(rows: &[R]) -> Result<Vec<TypeCounts>, sqlx::Error> {
+    let mut by_type: BTreeMap<String, TypeCounts> = BTreeMap::new();
+    for row in rows {
+        let type_tag = row.text(0)?;
+        let c = by_type
+            .entry(type_tag.clone())
+            .or_insert_with(|| TypeCounts {
+                type_tag,
+                ..TypeCounts::default()
+            });
+        let n = |i| row.int(i).map(|v| v.max(0) as u64);
+        c.pending += n(1)?;
+        c.scheduled += n(2)?;
+        c.running += n(3)?;
+        c.retrying += n(4)?;
+        c.done += n(5)?;
+        c.dead += n(6)?;
+        if let Some(ms) = row.opt_int(7)? {
+            let t = from_unix_millis(ms);
+            c.oldest_due = Some(c.oldest_due.map_or(t, |o| o.min(t)));
+        }
+    }
+    Ok(by_type.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+
+    fn settlement(id: &str, settle: Settle) -> Settlement {
+        Settlement {
+            id: MessageId::from_string(id.to_owned()),
+            attempt: 2,
+            claim: 3,
+            settle,
+        }
+    }
+
+    #[test]
+    fn settlements_are_grouped_by_kind_with_due_or_delay() {
+        let groups = SettlementGroups::of(&[
+            settlement(
+                "a",
+                Settle::Done {
+                    keep: false,
+                    note: None,
+                },
+            ),
+            settlement(
+                "b",
+                Settle::Retry {
+                    due: Due::After(Duration::from_micros(1_500)),
+                    error: "e".into(),
+                    give_back_attempt: false,
+                },
+            ),
+            settlement(
+                "c",
+                Settle::Retry {
+                    due: Due::At(UNIX_EPOCH + Duration::from_millis(7)),
+                    error: "f".into(),
+                    give_back_attempt: true,
+                },
+            ),
+            settlement(
+                "d",
+                Settle::Bury {
+                    reason: "gone".into(),
+                },
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            groups.delete.as_deref(),
+            Some(r#"[{"id":"a","attempt":2,"claim":3}]"#)
+        );
+        assert_eq!(groups.done, None);
+        assert_eq!(groups.release, None);
+        assert_eq!(
+            groups.retry.as_deref(),
+            Some(
+                r#"[{"id":"b","attempt":2,"claim":3,"delay":2,"text":"e","give_back":0},{"id":"c","attempt":2,"claim":3,"due":7,"text":"f","give_back":1}]"#
+            )
+        );
+        assert_eq!(
+            groups.bury.as_deref(),
+            Some(r#"[{"id":"d","attempt":2,"claim":3,"text":"gone"}]"#)
+        );
+    }
+
+    #[test]
+    fn delays_round_up_and_saturate() {
+        assert_eq!(millis_ceil(Duration::from_millis(5)), 5);
+        assert_eq!(millis_ceil(Duration::from_nanos(5_000_001)), 6);
+        assert_eq!(millis_ceil(Duration::MAX), i64::MAX);
+    }
+}
