@@ -220,8 +220,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             ));
         }
         for r in &self.registrations {
-            let s = self.settings_of(r);
-            let safe = s.heartbeat_interval * (s.missed_heartbeats.saturating_sub(1) as u32);
+            let safe = r.options.safe_shutdown();
             if self.shutdown_timeout >= safe {
                 return Err(Error::Config(format!(
                     "shutdown_timeout ({:?}) must be shorter than heartbeat_interval × (missed_heartbeats − 1) \
@@ -367,7 +366,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     }
 
     /// The worker settings of one registration.
-    fn settings_of(&self, r: &Registration) -> crate::worker::QueueSettings {
+    fn settings_of(&self, r: &Registration) -> crate::worker::WorkerSettings {
         r.options.settings_for(
             r.queue,
             matches!(self.retention, Retention::KeepFor(_)),

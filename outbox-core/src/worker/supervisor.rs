@@ -8,7 +8,7 @@ use apalis_core::worker::context::WorkerContext;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use super::{runner::run_worker, Dispatch, QueueSettings, WorkerNames};
+use super::{runner::run_worker, Dispatch, WorkerNames, WorkerSettings};
 use crate::{layers::OutboxLayers, store::Backend};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
@@ -22,7 +22,7 @@ const HEALTHY_RUN: Duration = Duration::from_secs(60);
 /// gracefully (in-flight handlers finish, claimed but unstarted messages go back).
 pub(crate) async fn supervise<B: Backend>(
     backend: B,
-    settings: QueueSettings,
+    settings: WorkerSettings,
     layers: OutboxLayers,
     service: Dispatch,
     names: WorkerNames,
@@ -41,7 +41,7 @@ pub(crate) async fn supervise<B: Backend>(
         let worker_run = Box::pin(run_worker(
             backend.clone(),
             ctx.clone(),
-            settings.clone(),
+            settings.clone().owned_by(name.clone()),
             layers.clone(),
             service.clone(),
         ));
