@@ -22,7 +22,6 @@ pub use settings::QueueOptions;
 use crate::{
     admin::Admin,
     clock::{unix_secs_f64, Clock, SystemClock},
-    counters::Tally,
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
         pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
@@ -286,34 +285,25 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 let switch = Arc::new(PauseSwitch::default());
                 switch.set(paused.iter().any(|p| p.type_tag == r.queue));
                 switches.insert(r.queue, Arc::clone(&switch));
-                let tally = Tally::new(r.queue, Arc::clone(&self.counters));
-                let layers = OutboxLayers {
-                    dead_letter: DeadLetterLayer {
-                        type_tag: r.queue,
-                        counters: tally.clone(),
-                    },
-                    retry: RetryLayer {
-                        schedule: Arc::new(r.options.schedule().clone()),
-                        clock: Arc::clone(&self.clock),
-                        counters: tally.clone(),
-                    },
-                    pause: PauseLayer::new(switch),
-                    concurrency: r.options.concurrency_limit(),
-                    orphan: r.orphan_check.as_ref().map(|check| OrphanLayer {
-                        check: Arc::clone(check),
-                        counters: tally.clone(),
-                    }),
-                    rate_limit: r.options.bucket().map(|bucket| {
+                let layers = OutboxLayers::new(
+                    DeadLetterLayer::new(r.queue),
+                    RetryLayer::new(r.options.schedule().clone(), Arc::clone(&self.clock)),
+                    PauseLayer::new(switch),
+                    r.options.concurrency_limit(),
+                    r.orphan_check
+                        .as_ref()
+                        .map(|check| OrphanLayer::new(Arc::clone(check))),
+                    r.options.bucket().map(|bucket| {
                         RateLimitLayer::new(
+                            r.queue,
                             bucket,
                             Arc::new(self.backend.clone()),
                             Arc::clone(&self.clock),
+                            r.options.inline_wait(),
                         )
-                        .max_inline_wait(r.options.inline_wait())
-                        .for_type(r.queue)
                     }),
-                };
-                let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler), tally);
+                );
+                let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler));
                 tokio::spawn(supervise(
                     self.backend.clone(),
                     self.settings_of(r),
@@ -371,6 +361,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             r.queue,
             matches!(self.retention, Retention::KeepFor(_)),
             self.backend.max_default_batch(),
+            &self.counters,
         )
     }
 

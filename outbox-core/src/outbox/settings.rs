@@ -1,8 +1,12 @@
 //! Per-type worker options and their defaults.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use crate::{worker::WorkerSettings, RetrySchedule};
+use crate::{
+    counters::{Counters, Tally},
+    worker::WorkerSettings,
+    RetrySchedule,
+};
 
 /// Messages claimed per statement unless set (see [`QueueOptions::batch_size`]).
 const DEFAULT_BATCH: usize = 100;
@@ -159,12 +163,14 @@ impl QueueOptions {
     }
 
     /// The worker settings of `type_tag`, without an owner (its supervisor names each
-    /// worker it starts); `max_default` is how far the database lets a default batch grow.
+    /// worker it starts); `max_default` is how far the database lets a default batch grow,
+    /// `counters` what the outcomes of its attempts are counted into.
     pub(crate) fn settings_for(
         &self,
         type_tag: &'static str,
         keep_done: bool,
         max_default: usize,
+        counters: &Arc<Counters>,
     ) -> WorkerSettings {
         let batch_size = self.batch_size.unwrap_or(match self.bucket {
             Some(_) => self.concurrency,
@@ -182,6 +188,7 @@ impl QueueOptions {
             poll_interval: self.poll_interval,
             heartbeat_interval: self.heartbeat_interval,
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
+            tally: Tally::new(type_tag, Arc::clone(counters)),
         }
     }
 }

@@ -18,7 +18,7 @@ use tower::Service;
 
 use crate::{
     clock::unix_secs_f64,
-    counters::{names, Tally},
+    counters::names,
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
     store::Claimed,
@@ -168,7 +168,6 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 pub struct Dispatch {
     queue: &'static str,
     handler: Arc<dyn ErasedHandler>,
-    counters: Tally,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -180,16 +179,8 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    pub(crate) fn new(
-        queue: &'static str,
-        handler: Arc<dyn ErasedHandler>,
-        counters: Tally,
-    ) -> Self {
-        Self {
-            queue,
-            handler,
-            counters,
-        }
+    pub(crate) fn new(queue: &'static str, handler: Arc<dyn ErasedHandler>) -> Self {
+        Self { queue, handler }
     }
 }
 
@@ -207,7 +198,6 @@ impl Service<Task<Claimed>> for Dispatch {
 
         let claimed = task.args;
         let queue = self.queue;
-        let counters = self.counters.clone();
         let handler = Arc::clone(&self.handler);
         let id = claimed.id;
         let attempt = claimed.attempt.max(1);
@@ -242,7 +232,6 @@ impl Service<Task<Claimed>> for Dispatch {
                     .record(started.elapsed().as_secs_f64());
                 match result {
                     Ok(()) => {
-                        counters.delivered();
                         tracing::debug!(message.type = queue, message.id = %id, attempt, "delivered");
                         Ok(Completion::Delivered)
                     }

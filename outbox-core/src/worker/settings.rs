@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::counters::Tally;
+
 /// How one type's worker claims, holds and settles its messages.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerSettings {
@@ -26,6 +28,9 @@ pub(crate) struct WorkerSettings {
     pub(crate) lease: Duration,
     /// Keep delivered messages as done rows (retention) instead of deleting them.
     pub(crate) keep_done: bool,
+    /// Where the settle step counts the outcome of each attempt (the outbox's
+    /// `DeliveryCounts` and the `metrics` counters of this type).
+    pub(crate) tally: Tally,
 }
 
 impl WorkerSettings {

@@ -5,23 +5,22 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::{clock::Clock, counters::Tally};
+use crate::clock::Clock;
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]
 pub struct RetryLayer {
-    pub(crate) schedule: Arc<RetrySchedule>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) counters: Tally,
+    pub(super) schedule: Arc<RetrySchedule>,
+    pub(super) clock: Arc<dyn Clock>,
 }
 
 impl RetryLayer {
-    /// Retries on `schedule`, reading the time from `clock`.
+    /// Retries on `schedule`, reading the time from `clock` (the settle step counts the
+    /// failed attempts). Cannot fail; a schedule is checked when it is registered.
     pub fn new(schedule: RetrySchedule, clock: Arc<dyn Clock>) -> Self {
         Self {
             schedule: Arc::new(schedule),
             clock,
-            counters: Tally::default(),
         }
     }
 }
