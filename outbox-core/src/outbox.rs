@@ -27,8 +27,8 @@ use crate::{
         pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
     },
     store::{Backend, Retention, UnregisteredType},
-    worker::{supervise, Counters, DeliveryCounts, Dispatch, ErasedHandler, WorkerNames},
-    Error, RateLimit,
+    worker::{supervise, Counters, Dispatch, ErasedHandler, WorkerNames},
+    DeliveryCounts, Error, RateLimit,
 };
 
 /// One registered message type.

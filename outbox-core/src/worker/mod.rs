@@ -11,11 +11,8 @@ mod settle;
 mod shared;
 mod supervisor;
 
-pub use crate::counters::DeliveryCounts;
-pub use dispatch::Dispatch;
-
 pub(crate) use crate::counters::Counters;
-pub(crate) use dispatch::{ErasedHandler, TypedHandler};
+pub(crate) use dispatch::{Dispatch, ErasedHandler, TypedHandler};
 pub(crate) use names::WorkerNames;
 pub(crate) use settings::WorkerSettings;
 pub(crate) use supervisor::supervise;
