@@ -2,7 +2,7 @@
 //! handler under a time limit and a panic guard, and report how the attempt ended.
 //!
 //! What to do about a failure is decided by the retry layer further out, from the
-//! [`AttemptFailed`] it gets.
+//! [`AttemptFailed`] it gets; how the attempt ended is counted by the settle step.
 
 use std::{
     marker::PhantomData,
@@ -162,8 +162,8 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// The service that runs one queue's handler; backends put it at the bottom of the
-/// apalis worker they build for that queue.
+/// The service that runs one queue's handler, at the bottom of that queue's apalis
+/// worker. It counts nothing: the settle step counts how each attempt ended.
 #[derive(Clone)]
 pub struct Dispatch {
     queue: &'static str,
