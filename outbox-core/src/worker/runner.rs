@@ -9,8 +9,8 @@ use apalis_core::{
 use super::{engine::Engine, Dispatch, WorkerSettings};
 use crate::{layers::OutboxLayers, store::Backend};
 
-/// Runs one worker for `settings.type_tag` (leases owned by `settings.owner`) until it is stopped through `worker` (`Ok`),
-/// or fails (`Err`; the supervisor restarts it under a new name).
+/// Runs one worker for `settings.type_tag` (leases owned by `settings.owner`) until it is
+/// stopped through `worker` (`Ok`), or fails (`Err`; the supervisor restarts it under a new name).
 pub(crate) async fn run_worker<B: Backend>(
     backend: B,
     worker: WorkerContext,
