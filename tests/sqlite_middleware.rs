@@ -708,10 +708,7 @@ async fn a_panicking_orphan_check_defers_the_message_and_the_worker_goes_on() {
 #[tokio::test]
 async fn every_token_grant_is_traced_with_its_bucket_and_time() {
     let captured = Captured::default();
-    let subscriber = captured.subscriber(&format!(
-        "{}=trace",
-        outbox::layers::rate_limit::GRANT_EVENT_TARGET
-    ));
+    let subscriber = captured.subscriber(&format!("{}=trace", outbox::RATE_GRANT_EVENT_TARGET));
     // This test's runtime runs every task on this thread, so a thread default suffices.
     let _guard = tracing::subscriber::set_default(subscriber);
 

@@ -265,12 +265,12 @@ fn worst_window(mut t: Vec<f64>) -> (usize, f64) {
     (worst, span)
 }
 
-/// The rate-limit layer's grant events (`GRANT_EVENT_TARGET`), recorded by a `tracing`
+/// The rate-limit layer's grant events (`RATE_GRANT_EVENT_TARGET`), recorded by a `tracing`
 /// layer: the bucket-clock time of every token granted in this process.
 pub mod grants {
     use std::sync::Mutex;
 
-    use outbox::layers::rate_limit::GRANT_EVENT_TARGET;
+    use outbox::RATE_GRANT_EVENT_TARGET;
     use tracing::field::{Field, Visit};
     use tracing_subscriber::{filter::Targets, prelude::*};
 
@@ -278,7 +278,8 @@ pub mod grants {
 
     /// Installs the recorder as the process's subscriber (only the grant events pass).
     pub fn install() {
-        let only_grants = Targets::new().with_target(GRANT_EVENT_TARGET, tracing::Level::TRACE);
+        let only_grants =
+            Targets::new().with_target(RATE_GRANT_EVENT_TARGET, tracing::Level::TRACE);
         // A global filter, not a per-layer one: with a per-layer filter some PostgreSQL
         // runs recorded no grant at all (seen twice, not explained).
         tracing_subscriber::registry()

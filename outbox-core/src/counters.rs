@@ -1,6 +1,7 @@
 //! In-process tallies of what the workers did, for drain reports and logs, and the same
-//! events as `metrics` counters per type: bumped by the worker and the layers, read by the
-//! outbox (and by whatever recorder the application installed).
+//! events as `metrics` counters per type: bumped once per attempt by the worker's settle
+//! step (where each attempt's settlement is decided), read by the outbox (and by whatever
+//! recorder the application installed).
 
 use std::sync::{
     atomic::{AtomicU64, Ordering},
@@ -38,7 +39,7 @@ pub mod names {
     pub const OLDEST_DUE_AGE: &str = "outbox_oldest_due_age_seconds";
 }
 
-/// Shared counters, bumped by every dispatch.
+/// Shared counters, bumped by every worker's settle step.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     delivered: AtomicU64,
@@ -109,7 +110,26 @@ impl DeliveryCounts {
     }
 }
 
-/// One queue's view of the shared [`Counters`]: every bump also goes to the `metrics`
+/// What one attempt's end counts as, decided with its settlement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The handler returned `Ok`.
+    Delivered,
+    /// The orphan check completed it without the handler.
+    Orphaned,
+    /// The attempt failed and the message will be tried again.
+    FailedAttempt,
+    /// Put back without an attempt (snooze, deferral, no rate token).
+    Deferred,
+    /// Given up: moved to the dead letters.
+    GivenUp {
+        /// The last attempt's worker stopped without reporting; that attempt counts as a
+        /// failed attempt too.
+        lost_attempt: bool,
+    },
+}
+
+/// One queue's view of the shared [`Counters`]: every outcome also goes to the `metrics`
 /// counter of that event, labelled with the type.
 #[derive(Debug, Clone)]
 pub(crate) struct Tally {
@@ -118,6 +138,7 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
+    /// Counts the outcomes of `queue` into `totals` (and the `metrics` counters).
     pub(crate) fn new(queue: &'static str, totals: Arc<Counters>) -> Self {
         Self { queue, totals }
     }
@@ -126,34 +147,34 @@ impl Tally {
         metrics::counter!(name, "type" => self.queue).increment(1);
     }
 
-    pub(crate) fn delivered(&self) {
-        self.totals.delivered();
-        self.count(names::DELIVERED);
+    /// Counts one attempt's end.
+    pub(crate) fn record(&self, outcome: Outcome) {
+        match outcome {
+            Outcome::Delivered => {
+                self.totals.delivered();
+                self.count(names::DELIVERED);
+            }
+            Outcome::Orphaned => {
+                self.totals.orphaned();
+                self.count(names::ORPHANED);
+            }
+            Outcome::FailedAttempt => self.failed_attempt(),
+            Outcome::Deferred => {
+                self.totals.deferred();
+                self.count(names::DEFERRED);
+            }
+            Outcome::GivenUp { lost_attempt } => {
+                if lost_attempt {
+                    self.failed_attempt();
+                }
+                self.totals.given_up();
+                self.count(names::DEAD_LETTERED);
+            }
+        }
     }
 
-    pub(crate) fn failed_attempt(&self) {
+    fn failed_attempt(&self) {
         self.totals.failed_attempt();
         self.count(names::RETRIED);
-    }
-
-    pub(crate) fn given_up(&self) {
-        self.totals.given_up();
-        self.count(names::DEAD_LETTERED);
-    }
-
-    pub(crate) fn orphaned(&self) {
-        self.totals.orphaned();
-        self.count(names::ORPHANED);
-    }
-
-    pub(crate) fn deferred(&self) {
-        self.totals.deferred();
-        self.count(names::DEFERRED);
-    }
-}
-
-impl Default for Tally {
-    fn default() -> Self {
-        Self::new("", Arc::default())
     }
 }

@@ -11,22 +11,27 @@ mod counters;
 mod enqueue;
 mod error;
 pub mod handler;
-pub mod layers;
+mod layers;
 mod message;
 mod outbox;
 pub mod store;
 mod transaction;
-pub mod worker;
+mod worker;
 
 pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, TypeCounts};
 pub use counters::names as metric_names;
+pub use counters::DeliveryCounts;
 pub use enqueue::{
     enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,
     InsertMessages, MessageId, NewMessage,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
-pub use layers::{orphan::Relevance, rate_limit::RateLimit, retry::RetrySchedule};
+pub use layers::{
+    orphan::Relevance,
+    rate_limit::{RateLimit, GRANT_EVENT_TARGET as RATE_GRANT_EVENT_TARGET},
+    retry::RetrySchedule,
+};
 pub use message::{
     validate_type_tag, InvalidMessage, MessageDefaults, OutboxMessage, DEFAULT_MAX_PAYLOAD,
     MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
@@ -36,7 +41,6 @@ pub use store::Retention;
 pub use transaction::{
     retry_transaction, retry_transaction_with, RetryableError, TransactionRetry,
 };
-pub use worker::DeliveryCounts;
 
 #[cfg(feature = "mysql")]
 pub use backend::mysql::{self, MySqlBackend};

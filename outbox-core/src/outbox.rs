@@ -1,30 +1,27 @@
-//! The outbox: handlers registered per message type, and the two ways to run them.
+//! The outbox: its configuration (this file and `register`, `settings`), handlers
+//! registered per message type, and the two ways to run them (`run`, `drain`).
 
 mod drain;
 mod gauges;
 mod pauses;
 mod register;
 mod retention;
+mod run;
 mod settings;
 
-use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
-
-use tokio::{sync::watch, task::JoinHandle};
+use std::{sync::Arc, time::Duration};
 
 pub use drain::DrainReport;
+pub use run::shutdown_signal;
 pub use settings::QueueOptions;
 
 use crate::{
     admin::Admin,
     clock::{Clock, SystemClock},
-    counters::Tally,
-    layers::{
-        dead_letter::DeadLetterLayer, orphan::OrphanCheck, orphan::OrphanLayer, pause::PauseLayer,
-        pause::PauseSwitch, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
-    },
-    store::{Backend, Retention, UnregisteredType},
-    worker::{supervise, Counters, DeliveryCounts, Dispatch, ErasedHandler, WorkerNames},
-    Error, RateLimit,
+    layers::orphan::OrphanCheck,
+    store::{Backend, Retention},
+    worker::{Counters, ErasedHandler},
+    DeliveryCounts, Error, RateLimit,
 };
 
 /// One registered message type.
@@ -69,16 +66,6 @@ pub struct Outbox<B, S = ()> {
     retention: Retention,
     clock: Arc<dyn Clock>,
     counters: Arc<Counters>,
-}
-
-/// Workers started by [`Outbox::start`], and how to stop them.
-struct Running {
-    /// Names of this start's workers (fresh for every start, so they never collide).
-    names: WorkerNames,
-    stop: watch::Sender<bool>,
-    workers: Vec<JoinHandle<()>>,
-    /// The pause watcher and, with retention, the pruner.
-    helpers: Vec<JoinHandle<()>>,
 }
 
 impl<B: Backend> Outbox<B, ()> {
@@ -178,269 +165,5 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// Creates or upgrades the tables; safe at every start.
     pub async fn migrate(&self) -> Result<(), Error> {
         self.backend.migrate().await
-    }
-
-    /// Runs the workers until SIGINT or SIGTERM, then shuts down gracefully.
-    pub async fn run(&self) -> Result<(), Error> {
-        self.run_until(shutdown_signal()).await
-    }
-
-    /// Runs the workers until `signal` completes, then stops fetching, lets in-flight
-    /// handlers finish (up to the shutdown timeout) and returns.
-    pub async fn run_until<F: Future<Output = ()>>(&self, signal: F) -> Result<(), Error> {
-        let registered = self.prepare().await?;
-        self.handle_unregistered(&registered).await?;
-        let running = self.start().await;
-        let watch_unregistered = async {
-            loop {
-                tokio::time::sleep(Duration::from_secs(60)).await;
-                if let Err(e) = self.handle_unregistered(&registered).await {
-                    tracing::warn!(error = %e, "cannot check for unregistered message types");
-                }
-            }
-        };
-        tokio::select! {
-            _ = signal => {}
-            _ = watch_unregistered => {}
-        }
-        tracing::info!("shutdown requested: finishing in-flight messages");
-        self.stop(running).await;
-        Ok(())
-    }
-
-    /// Validates the registrations, writes the rate buckets, returns the type tags.
-    async fn prepare(&self) -> Result<Vec<&'static str>, Error> {
-        if !self.problems.is_empty() {
-            return Err(Error::Config(self.problems.join("; ")));
-        }
-        if self.registrations.is_empty() {
-            return Err(Error::Config(
-                "no message type is registered; call Outbox::register for each type".into(),
-            ));
-        }
-        for r in &self.registrations {
-            let s = self.settings_of(r);
-            let safe = s.heartbeat_interval * (s.missed_heartbeats.saturating_sub(1) as u32);
-            if self.shutdown_timeout >= safe {
-                return Err(Error::Config(format!(
-                    "shutdown_timeout ({:?}) must be shorter than heartbeat_interval × (missed_heartbeats − 1) \
-                     = {safe:?} for `{}`: a stopping worker sends no heartbeats, and other workers would \
-                     take over messages it is still running",
-                    self.shutdown_timeout, r.queue
-                )));
-            }
-        }
-        if let Retention::KeepFor(window) = self.retention {
-            if window.is_zero() {
-                return Err(Error::Config(
-                    "Retention::keep_for needs a window longer than zero; use \
-                     Retention::delete_on_success to keep nothing"
-                        .into(),
-                ));
-            }
-        }
-        for r in &self.registrations {
-            let rescued = self
-                .backend
-                .rescue_expired(r.queue, self.clock.database_now())
-                .await?;
-            if rescued > 0 {
-                tracing::warn!(message.type = r.queue, rescued, "re-queued messages whose worker's lease expired (a crashed or stopped process)");
-            }
-        }
-        let now = self.clock.database_now();
-        for (name, limit) in &self.buckets {
-            self.backend.set_bucket(name, *limit, now).await?;
-        }
-        for r in &self.registrations {
-            if let Some(bucket) = r.options.bucket() {
-                if self.backend.bucket(bucket, now).await?.is_none() {
-                    return Err(Error::Config(format!(
-                        "`{}` uses rate bucket `{bucket}`, which does not exist; define it with \
-                         Outbox::rate_limit or Admin::set_rate_limit",
-                        r.queue
-                    )));
-                }
-            }
-        }
-        Ok(self.registrations.iter().map(|r| r.queue).collect())
-    }
-
-    /// Starts one supervised worker per registered type, and the pause watcher.
-    async fn start(&self) -> Running {
-        let names = WorkerNames::new();
-        let (stop, stopped) = watch::channel(false);
-        // Start paused types paused: read the table once before any worker runs.
-        let paused = match self.backend.paused().await {
-            Ok(paused) => paused,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the paused types at start");
-                Vec::new()
-            }
-        };
-        let mut switches = HashMap::new();
-        let workers = self
-            .registrations
-            .iter()
-            .map(|r| {
-                let switch = Arc::new(PauseSwitch::default());
-                switch.set(paused.iter().any(|p| p.type_tag == r.queue));
-                switches.insert(r.queue, Arc::clone(&switch));
-                let tally = Tally::new(r.queue, Arc::clone(&self.counters));
-                let layers = OutboxLayers {
-                    dead_letter: DeadLetterLayer {
-                        type_tag: r.queue,
-                        counters: tally.clone(),
-                    },
-                    retry: RetryLayer {
-                        schedule: Arc::new(r.options.schedule().clone()),
-                        counters: tally.clone(),
-                    },
-                    pause: PauseLayer::new(switch),
-                    concurrency: r.options.concurrency_limit(),
-                    orphan: r.orphan_check.as_ref().map(|check| OrphanLayer {
-                        check: Arc::clone(check),
-                        counters: tally.clone(),
-                    }),
-                    rate_limit: r.options.bucket().map(|bucket| {
-                        RateLimitLayer::new(
-                            bucket,
-                            Arc::new(self.backend.clone()),
-                            Arc::clone(&self.clock),
-                        )
-                        .max_inline_wait(r.options.inline_wait())
-                        .for_type(r.queue)
-                    }),
-                };
-                let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler), tally);
-                tokio::spawn(supervise(
-                    self.backend.clone(),
-                    self.settings_of(r),
-                    layers,
-                    dispatch,
-                    names.clone(),
-                    stopped.clone(),
-                    Arc::clone(&self.clock),
-                ))
-            })
-            .collect();
-        let mut helpers = vec![pauses::watch(
-            self.backend.clone(),
-            switches,
-            stopped.clone(),
-        )];
-        if let Some(every) = self.gauge_interval {
-            helpers.push(gauges::sample(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                every,
-                stopped.clone(),
-            ));
-        }
-        if let Retention::KeepFor(window) = self.retention {
-            helpers.push(retention::prune(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                window,
-                stopped,
-            ));
-        }
-        Running {
-            names,
-            stop,
-            workers,
-            helpers,
-        }
-    }
-
-    /// Signals every worker to stop and waits up to the shutdown timeout.
-    async fn stop(&self, running: Running) {
-        let _ = running.stop.send(true);
-        let aborts: Vec<_> = running.workers.iter().map(|w| w.abort_handle()).collect();
-        let all = futures::future::join_all(running.workers);
-        if tokio::time::timeout(self.shutdown_timeout, all)
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                timeout = ?self.shutdown_timeout,
-                "handlers still running at the shutdown timeout were abandoned; \
-                 their messages are delivered again after the lease expires"
-            );
-            aborts.iter().for_each(|a| a.abort());
-        }
-        running.helpers.iter().for_each(|h| h.abort());
-        if self.gauge_interval.is_some() {
-            gauges::sample_once(&self.backend, self.clock.as_ref()).await;
-        }
-    }
-
-    /// The worker settings of one registration.
-    fn settings_of(&self, r: &Registration) -> crate::worker::QueueSettings {
-        r.options.settings_for(
-            r.queue,
-            matches!(self.retention, Retention::KeepFor(_)),
-            self.backend.max_default_batch(),
-        )
-    }
-
-    /// Reports (or, if configured, gives up) pending messages of unregistered types.
-    async fn handle_unregistered(
-        &self,
-        registered: &[&'static str],
-    ) -> Result<Vec<UnregisteredType>, Error> {
-        let found = self.backend.unregistered_pending(registered).await?;
-        if found.is_empty() {
-            return Ok(found);
-        }
-        if self.fail_unregistered {
-            let reason = format!(
-                "no handler is registered for this message type (registered: {})",
-                registered.join(", ")
-            );
-            let n = self
-                .backend
-                .bury_unregistered(registered, &reason, self.clock.database_now())
-                .await?;
-            tracing::warn!(
-                count = n,
-                "moved messages of unregistered types to the dead letters"
-            );
-        } else {
-            for t in &found {
-                tracing::warn!(
-                    message.type = %t.type_tag, pending = t.pending,
-                    "messages of a type no handler here is registered for are waiting"
-                );
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the signals [`Outbox::run`] stops
-/// on. Give it to the rest of the application's graceful shutdown (an axum server's
-/// `with_graceful_shutdown`, say) so that a service manager's SIGTERM stops the workers and
-/// everything else together.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
     }
 }

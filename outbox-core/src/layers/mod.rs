@@ -5,7 +5,7 @@
 //! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
-//! * [`dead_letter`] counts and logs given-up messages;
+//! * [`dead_letter`] logs given-up messages;
 //! * [`retry`] decides the next due time of a failed message, or gives it up;
 //! * [`pause`] holds the worker while its type is paused in `outbox_paused`;
 //! * [`orphan`] completes messages whose subject is gone, without the handler;
@@ -14,7 +14,8 @@
 //! The layers decide; none of them writes the message's row. Their decisions travel up as
 //! the service's result ([`Completion`], or the errors [`Rescheduled`], [`Deferred`],
 //! [`GivenUp`]) to the worker's settle step, which hands them to a flusher that writes
-//! them in batches. [`OutboxLayers`] is the whole stack as `register` builds it.
+//! them in batches, and counts each outcome once. [`OutboxLayers`] is the whole stack as
+//! `Outbox::start` builds it, one constructor per layer.
 
 pub mod dead_letter;
 pub mod orphan;
@@ -41,12 +42,35 @@ use retry::{RetryLayer, RetryService};
 /// The full stack of one message type's worker.
 #[derive(Clone)]
 pub struct OutboxLayers {
-    pub(crate) dead_letter: DeadLetterLayer,
-    pub(crate) retry: RetryLayer,
-    pub(crate) pause: PauseLayer,
-    pub(crate) concurrency: usize,
-    pub(crate) orphan: Option<OrphanLayer>,
-    pub(crate) rate_limit: Option<RateLimitLayer>,
+    dead_letter: DeadLetterLayer,
+    retry: RetryLayer,
+    pause: PauseLayer,
+    concurrency: usize,
+    orphan: Option<OrphanLayer>,
+    rate_limit: Option<RateLimitLayer>,
+}
+
+impl OutboxLayers {
+    /// The stack from the outside in: `dead_letter`, `retry`, `pause`, at most
+    /// `concurrency` calls in flight, then the optional `orphan` check and `rate_limit`.
+    /// Cannot fail; a `concurrency` of 0 is refused when the options are registered.
+    pub fn new(
+        dead_letter: DeadLetterLayer,
+        retry: RetryLayer,
+        pause: PauseLayer,
+        concurrency: usize,
+        orphan: Option<OrphanLayer>,
+        rate_limit: Option<RateLimitLayer>,
+    ) -> Self {
+        Self {
+            dead_letter,
+            retry,
+            pause,
+            concurrency,
+            orphan,
+            rate_limit,
+        }
+    }
 }
 
 /// What the optional rate limit leaves around `S`.

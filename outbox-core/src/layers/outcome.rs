@@ -57,6 +57,9 @@ pub struct GivenUp {
     pub reason: String,
     /// Attempts made, including the last.
     pub attempts: u32,
+    /// The last attempt's worker stopped without reporting (a crash, or a stall past its
+    /// lease), so the handler was not called again: that attempt counts as failed too.
+    pub lost_attempt: bool,
 }
 
 impl fmt::Display for AttemptFailed {

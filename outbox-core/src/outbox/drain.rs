@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use super::Outbox;
 use crate::{
     store::{Backend, UnregisteredType},
-    worker::DeliveryCounts,
-    Error,
+    DeliveryCounts, Error,
 };
 
 /// How often a drain checks whether anything is left.

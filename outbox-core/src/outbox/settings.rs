@@ -1,8 +1,12 @@
 //! Per-type worker options and their defaults.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use crate::{worker::QueueSettings, RetrySchedule};
+use crate::{
+    counters::{Counters, Tally},
+    worker::WorkerSettings,
+    RetrySchedule,
+};
 
 /// Messages claimed per statement unless set (see [`QueueOptions::batch_size`]).
 const DEFAULT_BATCH: usize = 100;
@@ -148,24 +152,33 @@ impl QueueOptions {
         Ok(())
     }
 
+    /// The longest shutdown timeout under which a stopping worker keeps its messages:
+    /// `heartbeat_interval × (missed_heartbeats − 1)` (it sends no heartbeats meanwhile).
+    pub(crate) fn safe_shutdown(&self) -> Duration {
+        self.heartbeat_interval * (self.missed_heartbeats.saturating_sub(1) as u32)
+    }
+
     pub(crate) fn concurrency_limit(&self) -> usize {
         self.concurrency
     }
 
-    /// The worker settings of `type_tag`; `max_default` is how far the database lets a
-    /// default batch grow.
+    /// The worker settings of `type_tag`, without an owner (its supervisor names each
+    /// worker it starts); `max_default` is how far the database lets a default batch grow,
+    /// `counters` what the outcomes of its attempts are counted into.
     pub(crate) fn settings_for(
         &self,
         type_tag: &'static str,
         keep_done: bool,
         max_default: usize,
-    ) -> QueueSettings {
+        counters: &Arc<Counters>,
+    ) -> WorkerSettings {
         let batch_size = self.batch_size.unwrap_or(match self.bucket {
             Some(_) => self.concurrency,
             None => DEFAULT_BATCH,
         });
-        QueueSettings {
+        WorkerSettings {
             type_tag,
+            owner: String::new(),
             keep_done,
             batch_size,
             max_batch_size: match (self.batch_size, &self.bucket) {
@@ -174,7 +187,8 @@ impl QueueOptions {
             },
             poll_interval: self.poll_interval,
             heartbeat_interval: self.heartbeat_interval,
-            missed_heartbeats: self.missed_heartbeats,
+            lease: self.heartbeat_interval * self.missed_heartbeats as u32,
+            tally: Tally::new(type_tag, Arc::clone(counters)),
         }
     }
 }

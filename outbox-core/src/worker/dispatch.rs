@@ -2,7 +2,7 @@
 //! handler under a time limit and a panic guard, and report how the attempt ended.
 //!
 //! What to do about a failure is decided by the retry layer further out, from the
-//! [`AttemptFailed`] it gets.
+//! [`AttemptFailed`] it gets; how the attempt ended is counted by the settle step.
 
 use std::{
     marker::PhantomData,
@@ -18,7 +18,7 @@ use tower::Service;
 
 use crate::{
     clock::unix_secs_f64,
-    counters::{names, Tally},
+    counters::names,
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
     store::Claimed,
@@ -162,13 +162,12 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// The service that runs one queue's handler; backends put it at the bottom of the
-/// apalis worker they build for that queue.
+/// The service that runs one queue's handler, at the bottom of that queue's apalis
+/// worker. It counts nothing: the settle step counts how each attempt ended.
 #[derive(Clone)]
 pub struct Dispatch {
     queue: &'static str,
     handler: Arc<dyn ErasedHandler>,
-    counters: Tally,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -180,16 +179,8 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    pub(crate) fn new(
-        queue: &'static str,
-        handler: Arc<dyn ErasedHandler>,
-        counters: Tally,
-    ) -> Self {
-        Self {
-            queue,
-            handler,
-            counters,
-        }
+    pub(crate) fn new(queue: &'static str, handler: Arc<dyn ErasedHandler>) -> Self {
+        Self { queue, handler }
     }
 }
 
@@ -207,7 +198,6 @@ impl Service<Task<Claimed>> for Dispatch {
 
         let claimed = task.args;
         let queue = self.queue;
-        let counters = self.counters.clone();
         let handler = Arc::clone(&self.handler);
         let id = claimed.id;
         let attempt = claimed.attempt.max(1);
@@ -242,7 +232,6 @@ impl Service<Task<Claimed>> for Dispatch {
                     .record(started.elapsed().as_secs_f64());
                 match result {
                     Ok(()) => {
-                        counters.delivered();
                         tracing::debug!(message.type = queue, message.id = %id, attempt, "delivered");
                         Ok(Completion::Delivered)
                     }

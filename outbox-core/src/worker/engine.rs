@@ -42,11 +42,7 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::{
-    claim_size::ClaimSize,
-    settle::SettleLayer,
-    shared::{EngineSettings, Shared},
-};
+use super::{claim_size::ClaimSize, settle::SettleLayer, shared::Shared, WorkerSettings};
 use crate::{
     clock::Clock,
     store::{Backend, ClaimRequest, Claimed, Settlement},
@@ -90,7 +86,7 @@ impl Drop for Background {
 
 impl<B: Backend> Engine<B> {
     /// An engine over `store`; starts its flusher and heartbeat tasks.
-    pub(crate) fn start(store: B, settings: EngineSettings, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn start(store: B, settings: WorkerSettings, clock: Arc<dyn Clock>) -> Self {
         let (settle_tx, settle_rx) = mpsc::unbounded_channel();
         let wake = store.wakeups().subscribe(settings.type_tag);
         let size = ClaimSize::new(settings.batch_size, settings.max_batch_size);
@@ -335,10 +331,10 @@ impl<B: Backend> BackendConfig for Engine<B> {
     type Args = Claimed;
     type Id = String;
     type Kind = Ephemeral;
-    type Config = EngineSettings;
+    type Config = WorkerSettings;
     type Layer = SettleLayer<B>;
 
-    fn config(&self) -> &EngineSettings {
+    fn config(&self) -> &WorkerSettings {
         &self.shared.settings
     }
 

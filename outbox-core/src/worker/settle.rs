@@ -1,5 +1,6 @@
 //! The engine's own middleware (outermost, around the outbox layers): turns how each
-//! attempt ended into a settlement for the flusher. Nothing is written on this path.
+//! attempt ended into a settlement for the flusher, and counts the outcome (the one place
+//! every attempt's end is seen once). Nothing is written on this path.
 
 use std::{
     sync::Arc,
@@ -13,6 +14,7 @@ use tower::{Layer, Service};
 
 use super::shared::Shared;
 use crate::{
+    counters::Outcome,
     layers::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
     store::{Backend, Claimed, Due, Settle, Settlement},
     BoxError,
@@ -44,7 +46,7 @@ impl<B: Backend, S> Layer<S> for SettleLayer<B> {
     }
 }
 
-/// Reports every attempt's end to the flusher, then passes the result on.
+/// Counts every attempt's end and reports it to the flusher, then passes the result on.
 pub(crate) struct SettleService<B: Backend, S> {
     inner: S,
     shared: Arc<Shared<B>>,
@@ -80,7 +82,8 @@ where
         let fut = self.inner.call(task);
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
-            let settle = settlement_of(&result, shared.settings.keep_done);
+            let (settle, outcome) = settlement_of(&result, shared.settings.keep_done);
+            shared.settings.tally.record(outcome);
             shared.finish(Settlement {
                 id,
                 attempt,
@@ -92,9 +95,9 @@ where
     }
 }
 
-/// What an attempt's result means for its row.
-fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
-    let mut settle = decide(result, keep);
+/// What an attempt's result means for its row, and what it counts as.
+fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome) {
+    let (mut settle, outcome) = decide(result, keep);
     // PostgreSQL cannot store NUL in text (nor in the JSON that carries it): a handler's
     // error text with one would make its settlement fail for ever.
     match &mut settle {
@@ -105,35 +108,49 @@ fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
         | Settle::Bury { reason: text } => *text = text.replace('\0', "\u{FFFD}"),
         _ => {}
     }
-    settle
+    (settle, outcome)
 }
 
-/// The settlement a result calls for.
-fn decide(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
+/// The settlement a result calls for, and its outcome: a delivery or an orphan is done;
+/// a give-up is buried (with the lost last attempt, if that is why); a reschedule is a
+/// failed attempt, or a deferral when it gives its attempt back; a deferral is released or
+/// rescheduled without an attempt.
+fn decide(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome) {
     let error = match result {
         Ok(done) => {
-            let note = match done {
-                Completion::Delivered => None,
-                Completion::Orphaned { reason } => Some(format!("orphaned: {reason}")),
+            let (note, outcome) = match done {
+                Completion::Delivered => (None, Outcome::Delivered),
+                Completion::Orphaned { reason } => {
+                    (Some(format!("orphaned: {reason}")), Outcome::Orphaned)
+                }
             };
-            return Settle::Done { keep, note };
+            return (Settle::Done { keep, note }, outcome);
         }
         Err(error) => error,
     };
     if let Some(given_up) = error.downcast_ref::<GivenUp>() {
-        return Settle::Bury {
+        let settle = Settle::Bury {
             reason: given_up.reason.clone(),
         };
+        let outcome = Outcome::GivenUp {
+            lost_attempt: given_up.lost_attempt,
+        };
+        return (settle, outcome);
     }
     if let Some(r) = error.downcast_ref::<Rescheduled>() {
-        return Settle::Retry {
+        let outcome = match r.give_back_attempt {
+            true => Outcome::Deferred,
+            false => Outcome::FailedAttempt,
+        };
+        let settle = Settle::Retry {
             due: r.due,
             error: r.reason.clone(),
             give_back_attempt: r.give_back_attempt,
         };
+        return (settle, outcome);
     }
     if let Some(d) = error.downcast_ref::<Deferred>() {
-        return match d.until {
+        let settle = match d.until {
             None => Settle::Release,
             Some(due) => Settle::Retry {
                 due,
@@ -141,14 +158,17 @@ fn decide(result: &Result<Completion, BoxError>, keep: bool) -> Settle {
                 give_back_attempt: true,
             },
         };
+        return (settle, Outcome::Deferred);
     }
+    // Not classified by the retry layer (it never should be): a failed attempt.
     let reason = match error.downcast_ref::<AttemptFailed>() {
         Some(failed) => failed.reason.clone(),
         None => error.to_string(),
     };
-    Settle::Retry {
+    let settle = Settle::Retry {
         due: Due::After(UNCLASSIFIED_RETRY),
         error: reason,
         give_back_attempt: false,
-    }
+    };
+    (settle, Outcome::FailedAttempt)
 }

@@ -8,42 +8,22 @@ use std::{
         atomic::{AtomicUsize, Ordering},
         Mutex,
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use tokio::sync::{mpsc, Notify};
 
+use super::WorkerSettings;
 use crate::{
     clock::Clock,
     store::{Backend, Claimed, Held, Settle, Settlement},
     MessageId,
 };
 
-/// How one type's worker claims, holds and settles its messages.
-#[derive(Debug, Clone)]
-pub(crate) struct EngineSettings {
-    /// The type tag it works on.
-    pub(crate) type_tag: &'static str,
-    /// The lease owner: this worker's unique name.
-    pub(crate) owner: String,
-    /// Messages claimed per statement at first.
-    pub(crate) batch_size: usize,
-    /// The most a claim grows to (see `ClaimSize`).
-    pub(crate) max_batch_size: usize,
-    /// How long an idle worker waits before claiming again without a wake-up.
-    pub(crate) poll_interval: Duration,
-    /// How often leases are extended and expired ones rescued.
-    pub(crate) heartbeat_interval: Duration,
-    /// How long a claim holds a message unless extended.
-    pub(crate) lease: Duration,
-    /// Keep delivered messages as done rows instead of deleting them.
-    pub(crate) keep_done: bool,
-}
-
 /// State shared by the worker's stream, its flusher, its heartbeat and its settle layer.
 pub(crate) struct Shared<B> {
     pub(crate) store: B,
-    pub(crate) settings: EngineSettings,
+    pub(crate) settings: WorkerSettings,
     /// The time claims, settlements, heartbeats and rescue run at.
     pub(crate) clock: std::sync::Arc<dyn Clock>,
     /// Claimed, not yet started, with when they were claimed.

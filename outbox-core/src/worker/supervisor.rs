@@ -11,7 +11,7 @@ use apalis_core::worker::context::WorkerContext;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use super::{runner::run_worker, Dispatch, QueueSettings, WorkerNames};
+use super::{runner::run_worker, Dispatch, WorkerNames, WorkerSettings};
 use crate::{clock::Clock, layers::OutboxLayers, store::Backend};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
@@ -25,7 +25,7 @@ const HEALTHY_RUN: Duration = Duration::from_secs(60);
 /// gracefully (in-flight handlers finish, claimed but unstarted messages go back).
 pub(crate) async fn supervise<B: Backend>(
     backend: B,
-    settings: QueueSettings,
+    settings: WorkerSettings,
     layers: OutboxLayers,
     service: Dispatch,
     names: WorkerNames,
@@ -45,7 +45,7 @@ pub(crate) async fn supervise<B: Backend>(
         let worker_run = Box::pin(run_worker(
             backend.clone(),
             ctx.clone(),
-            settings.clone(),
+            settings.clone().owned_by(name.clone()),
             layers.clone(),
             service.clone(),
             Arc::clone(&clock),

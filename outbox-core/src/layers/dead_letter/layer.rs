@@ -1,24 +1,19 @@
-//! The layer that records given-up messages.
+//! The layer that logs given-up messages.
 
 use tower::Layer;
 
 use super::DeadLetterService;
-use crate::counters::Tally;
 
 /// Adds [`DeadLetterService`] around a service.
 #[derive(Clone)]
 pub struct DeadLetterLayer {
-    pub(crate) type_tag: &'static str,
-    pub(crate) counters: Tally,
+    pub(super) type_tag: &'static str,
 }
 
 impl DeadLetterLayer {
-    /// Records the given-up messages of `type_tag`.
+    /// Logs the given-up messages of `type_tag` (the settle step counts them). Cannot fail.
     pub fn new(type_tag: &'static str) -> Self {
-        Self {
-            type_tag,
-            counters: Tally::default(),
-        }
+        Self { type_tag }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The dead-letter sink.
 //!
 //! The outermost layer: a message the retry layer gave up (permanent failure, attempts
-//! exhausted, undecodable payload) is counted and logged here, and the worker's flusher
+//! exhausted, undecodable payload) is logged here (the worker's settle step counts it),
+//! and the worker's flusher
 //! moves it into `outbox_dead_letters` in one transaction — type, payload, attempts, last
 //! error, enqueued and failed times — out of the queue.
 //! [`Admin::dead_letters`](crate::admin::Admin::dead_letters) lists, counts, requeues and

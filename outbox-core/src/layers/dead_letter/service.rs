@@ -13,7 +13,7 @@ use crate::{
     BoxError,
 };
 
-/// Counts and logs [`GivenUp`] errors; the worker's flusher moves their message into the
+/// Logs [`GivenUp`] errors; the worker's flusher moves their message into the
 /// dead letters.
 #[derive(Clone)]
 pub struct DeadLetterService<S> {
@@ -42,7 +42,6 @@ where
             let result = fut.await;
             if let Err(error) = &result {
                 if let Some(given_up) = error.downcast_ref::<GivenUp>() {
-                    layer.counters.given_up();
                     tracing::warn!(
                         message.type = layer.type_tag, message.id = %id, attempts = given_up.attempts,
                         reason = %given_up.reason, "moving to the dead letters"

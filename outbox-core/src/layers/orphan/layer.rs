@@ -5,22 +5,18 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{OrphanCheck, OrphanService};
-use crate::counters::Tally;
 
 /// Adds [`OrphanService`] around a service.
 #[derive(Clone)]
 pub struct OrphanLayer {
-    pub(crate) check: Arc<dyn OrphanCheck>,
-    pub(crate) counters: Tally,
+    pub(super) check: Arc<dyn OrphanCheck>,
 }
 
 impl OrphanLayer {
-    /// Runs `check` before each message.
+    /// Runs `check` before each message; an orphan completes without the inner service
+    /// (the settle step counts it), and a check that fails or panics defers its message.
     pub fn new(check: Arc<dyn OrphanCheck>) -> Self {
-        Self {
-            check,
-            counters: Tally::default(),
-        }
+        Self { check }
     }
 }
 

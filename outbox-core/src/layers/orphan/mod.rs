@@ -4,7 +4,7 @@
 //! runs before the rate limit and the handler. When the registration behind a
 //! confirmation mail was deleted, the check says so and the message is completed without
 //! calling the handler (and without spending a rate-limit token): logged with the
-//! reason, counted, and settled like a delivery (with history kept, the reason is recorded
+//! reason, counted by the worker's settle step, and settled like a delivery (with history kept, the reason is recorded
 //! with the done row). The model is Laravel's `DeleteWhenMissingModels`.
 //!
 //! Failure mode: a check that errors (its own database query failed) defers the message

@@ -59,7 +59,6 @@ where
             match verdict {
                 Ok(Relevance::Relevant) => inner.call(task).await,
                 Ok(Relevance::Orphan(reason)) => {
-                    layer.counters.orphaned();
                     let id = &task.args.id;
                     tracing::info!(message.id = %id, %reason, "orphan dropped without calling the handler");
                     Ok(Completion::Orphaned { reason })

@@ -9,11 +9,11 @@ use super::{PauseService, PauseSwitch};
 /// Adds [`PauseService`] around a service.
 #[derive(Clone)]
 pub struct PauseLayer {
-    pub(crate) switch: Arc<PauseSwitch>,
+    switch: Arc<PauseSwitch>,
 }
 
 impl PauseLayer {
-    /// Holds the service while `switch` is on.
+    /// Holds the service (not ready) while `switch` is on. Cannot fail.
     pub fn new(switch: Arc<PauseSwitch>) -> Self {
         Self { switch }
     }

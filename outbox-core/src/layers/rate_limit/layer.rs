@@ -10,47 +10,43 @@ use crate::{clock::Clock, store::RateBucketStore};
 /// Adds [`RateLimitService`] (bucket `bucket`) around a service.
 #[derive(Clone)]
 pub struct RateLimitLayer {
-    pub(crate) bucket: Arc<str>,
-    pub(crate) store: Arc<dyn RateBucketStore>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) max_inline_wait: Duration,
+    pub(super) bucket: Arc<str>,
+    pub(super) store: Arc<dyn RateBucketStore>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) max_inline_wait: Duration,
     /// The type whose messages take the tokens, for the wait metric.
-    pub(crate) type_tag: &'static str,
+    type_tag: &'static str,
 }
 
 impl RateLimitLayer {
-    /// Takes tokens from the bucket named `bucket` through `store`.
-    pub fn new(bucket: &str, store: Arc<dyn RateBucketStore>, clock: Arc<dyn Clock>) -> Self {
+    /// Takes a token for each message of `type_tag` from the bucket named `bucket` through
+    /// `store`, reading the time from `clock`; a token due within `max_inline_wait` is
+    /// waited for in the worker slot, a later one defers the message. Cannot fail here: a
+    /// missing bucket or a store error defers the messages (see the module docs).
+    pub fn new(
+        type_tag: &'static str,
+        bucket: &str,
+        store: Arc<dyn RateBucketStore>,
+        clock: Arc<dyn Clock>,
+        max_inline_wait: Duration,
+    ) -> Self {
         Self {
             bucket: bucket.into(),
             store,
             clock,
-            max_inline_wait: Duration::from_secs(1),
-            type_tag: "",
+            max_inline_wait,
+            type_tag,
         }
     }
 
     /// Counts one wait for a token in the `metrics` counter.
-    pub(crate) fn count_wait(&self) {
+    pub(super) fn count_wait(&self) {
         metrics::counter!(
             crate::counters::names::RATE_LIMIT_WAITS,
             "type" => self.type_tag,
             "bucket" => self.bucket.to_string()
         )
         .increment(1);
-    }
-
-    /// Labels the wait metric with `type_tag`.
-    pub(crate) fn for_type(mut self, type_tag: &'static str) -> Self {
-        self.type_tag = type_tag;
-        self
-    }
-
-    /// The longest wait for a token spent holding the worker slot; longer waits
-    /// reschedule the message instead.
-    pub fn max_inline_wait(mut self, wait: Duration) -> Self {
-        self.max_inline_wait = wait;
-        self
     }
 }
 

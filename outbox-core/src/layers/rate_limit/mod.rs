@@ -32,6 +32,6 @@ mod service;
 /// `granted_at`, the bucket clock in unix seconds), for audits and for the benchmark.
 pub const GRANT_EVENT_TARGET: &str = "outbox::rate_limit::grant";
 
-pub use crate::store::{BucketState, RateLimit};
+pub use crate::store::RateLimit;
 pub use layer::RateLimitLayer;
 pub use service::RateLimitService;

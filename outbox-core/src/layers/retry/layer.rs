@@ -5,21 +5,20 @@ use std::sync::Arc;
 use tower::Layer;
 
 use super::{RetrySchedule, RetryService};
-use crate::counters::Tally;
 
 /// Adds [`RetryService`] around a service.
 #[derive(Clone)]
 pub struct RetryLayer {
-    pub(crate) schedule: Arc<RetrySchedule>,
-    pub(crate) counters: Tally,
+    pub(super) schedule: Arc<RetrySchedule>,
 }
 
 impl RetryLayer {
-    /// Retries on `schedule` (delays counted by the database's clock).
+    /// Retries on `schedule` (delays counted by the database's clock; the settle step
+    /// counts the failed attempts). Cannot fail; a schedule is checked when it is
+    /// registered.
     pub fn new(schedule: RetrySchedule) -> Self {
         Self {
             schedule: Arc::new(schedule),
-            counters: Tally::default(),
         }
     }
 }

@@ -46,13 +46,13 @@ where
         if attempts > max {
             // The previous attempt's worker stopped without reporting (a crash, or a stall
             // past its lease) and it was the last one.
-            layer.counters.failed_attempt();
             return Box::pin(std::future::ready(Err(Box::new(GivenUp {
                 reason: format!(
                     "attempts exhausted ({max} of {max}): the worker running the last attempt \
                      stopped without reporting (crash, or a stall past its lease)"
                 ),
                 attempts: max,
+                lost_attempt: true,
             }) as BoxError)));
         }
         let fut = self.inner.call(task);
@@ -62,7 +62,6 @@ where
                 Err(error) => error,
             };
             if error.downcast_ref::<Deferred>().is_some() {
-                layer.counters.deferred();
                 return Err(error);
             }
             let (kind, reason) = match error.downcast_ref::<AttemptFailed>() {
@@ -76,12 +75,17 @@ where
                     give_back_attempt: true,
                 },
                 HandlerErrorKind::Permanent => {
-                    return Err(Box::new(GivenUp { reason, attempts }) as BoxError)
+                    return Err(Box::new(GivenUp {
+                        reason,
+                        attempts,
+                        lost_attempt: false,
+                    }) as BoxError)
                 }
                 _ if attempts >= max => {
                     return Err(Box::new(GivenUp {
                         reason: format!("{reason} (attempts exhausted: {attempts} of {max})"),
                         attempts,
+                        lost_attempt: false,
                     }) as BoxError)
                 }
                 HandlerErrorKind::RetryAt(at) => Rescheduled {
@@ -100,11 +104,6 @@ where
                     give_back_attempt: false,
                 },
             };
-            if next.give_back_attempt {
-                layer.counters.deferred();
-            } else {
-                layer.counters.failed_attempt();
-            }
             Err(Box::new(next) as BoxError)
         })
     }
