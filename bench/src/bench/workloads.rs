@@ -265,14 +265,17 @@ fn worst_window(mut t: Vec<f64>) -> (usize, f64) {
     (worst, span)
 }
 
-/// The rate-limit layer's grant events (`GRANT_EVENT_TARGET`), recorded by a `tracing`
-/// layer: the bucket-clock time of every token granted in this process.
+/// The rate limiter's grant events (`tracing` target `outbox::rate_limit::grant`), recorded
+/// by a `tracing` layer: the bucket-clock time of every token granted in this process.
 pub mod grants {
     use std::sync::Mutex;
 
-    use outbox::layers::rate_limit::GRANT_EVENT_TARGET;
     use tracing::field::{Field, Visit};
     use tracing_subscriber::{filter::Targets, prelude::*};
+
+    /// The `tracing` target of the event the outbox emits at every token grant (fields
+    /// `bucket` and `granted_at`, the bucket clock in unix seconds).
+    const GRANT_EVENT_TARGET: &str = "outbox::rate_limit::grant";
 
     static GRANTS: Mutex<Vec<f64>> = Mutex::new(Vec::new());
 

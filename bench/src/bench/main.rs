@@ -1,7 +1,7 @@
 //! The outbox benchmark: our figures beside the baselines they must beat.
 //!
 //! ```sh
-//! cargo run --release --example bench --features postgres,mysql,smtp -- \
+//! cargo run --release -p outbox-bench --bin bench -- \
 //!     [--backend sqlite|postgres|mysql] [--workload NAME] [--n N] [--runs 3] [--json FILE]
 //! scripts/bench.sh        # every backend and workload, with postfix's smtp-sink for `email`
 //! ```
