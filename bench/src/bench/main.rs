@@ -124,7 +124,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The targets of the engine issue, by backend and workload: ratios to a baseline
+/// The benchmark's targets (BENCHMARKS.md), by backend and workload: ratios to a baseline
 /// measured in the same run wherever the machine's speed matters.
 fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
     let v = f.value;
