@@ -23,7 +23,7 @@ if [ -z "$SINK" ]; then
 fi
 
 # Build first, so the sink is not left running through a long compile.
-cargo build --release --features smtp --example smtp_bench
+cargo build --release -p outbox-bench --bin smtp_bench
 
 # -a: no SASL, -m: up to 512 sessions, backlog 1024; as root it must drop to a user.
 USER_OPT=()
@@ -42,4 +42,4 @@ if [ "$up" != yes ]; then
     exit 1
 fi
 
-./target/release/examples/smtp_bench "127.0.0.1:${PORT}" "$MESSAGES"
+"${CARGO_TARGET_DIR:-target}/release/smtp_bench" "127.0.0.1:${PORT}" "$MESSAGES"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full benchmark (issue 6): every workload on every backend, medians of RUNS runs,
+# The full benchmark: every workload on every backend, medians of RUNS runs,
 # printed as tables and written to bench-results.json. A benchmark, not a test.
 #
 #   scripts/bench.sh                         # all backends, all workloads, 3 runs
@@ -24,7 +24,8 @@ if [ -z "$SINK" ]; then
     SINK=/usr/sbin/smtp-sink
 fi
 
-cargo build --release --example bench --features postgres,mysql,smtp
+# Build first, so the sink is not left running through a long compile.
+cargo build --release -p outbox-bench --bin bench
 
 USER_OPT=()
 if [ "$(id -u)" = 0 ]; then USER_OPT=(-u postfix); fi
@@ -38,5 +39,5 @@ done
 
 args=()
 for b in $BACKENDS; do args+=(--backend "$b"); done
-OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" "${CARGO_TARGET_DIR:-target}/release/examples/bench" "${args[@]}" --runs "$RUNS" \
+OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" "${CARGO_TARGET_DIR:-target}/release/bench" "${args[@]}" --runs "$RUNS" \
     --json bench-results.json "$@"

@@ -4,7 +4,16 @@
 //!
 //! This facade re-exports [`outbox_core`] (messages, enqueue, handlers, workers,
 //! backends) and `#[derive(OutboxMessage)]` from `outbox-derive`; with the `smtp` feature
-//! it also re-exports `outbox-smtp` as [`smtp`].
+//! it also re-exports `outbox-smtp` as [`smtp`]. The [`guide`] module holds one guide per
+//! concept.
+//!
+//! Inside `outbox-core`, one interface separates the database-neutral code from the
+//! databases: `store/` (the port) holds the traits and records — claim, settle, heartbeat,
+//! rescue, prune, buckets, pauses, dead letters, counts — and `backend/{sqlite,postgres,mysql}`
+//! implement it, with their SQL in `.sql` files. Above the port: `worker/` (one engine for
+//! every database: claims, prefetch, flusher, leases, as an apalis-core backend), `layers/`
+//! (retry, dead letter, pause, orphan, rate limit — they decide, the worker's flusher
+//! writes) and `admin/`. Backends never import the layers, the worker or the admin.
 
 pub use outbox_core::*;
 pub use outbox_derive::OutboxMessage;
@@ -20,6 +29,57 @@ pub mod cli;
 /// The web admin: an axum router with the operator's pages (feature `web`).
 #[cfg(feature = "web")]
 pub mod web;
+
+/// The guides: one per concept, each with examples that compile against this crate.
+///
+/// They are also Markdown files under `docs/guides/` in the repository. Start with
+/// [`messages`](guide::messages) and [`workers`](guide::workers); email is documented with
+/// `outbox::smtp` (the `outbox-smtp` crate, feature `smtp`).
+pub mod guide {
+    /// Messages and enqueue: the derive, options, idempotency keys, batches, transactions.
+    #[doc = include_str!("../docs/guides/messages.md")]
+    pub mod messages {}
+
+    /// Workers: the `Outbox` builder, `QueueOptions`, run and drain, shutdown, leases.
+    #[doc = include_str!("../docs/guides/workers.md")]
+    pub mod workers {}
+
+    /// Retries and dead letters: schedules, handler errors, snooze, requeue and purge.
+    #[doc = include_str!("../docs/guides/retries.md")]
+    pub mod retries {}
+
+    /// Orphans: messages whose subject is gone, completed without their handler.
+    #[doc = include_str!("../docs/guides/orphans.md")]
+    pub mod orphans {}
+
+    /// Rate limits: token buckets shared across types and processes.
+    #[doc = include_str!("../docs/guides/rate_limits.md")]
+    pub mod rate_limits {}
+
+    /// Pause and resume a message type in every process.
+    #[doc = include_str!("../docs/guides/pause.md")]
+    pub mod pause {}
+
+    /// Tables, retention and idempotency keys.
+    #[doc = include_str!("../docs/guides/tables.md")]
+    pub mod tables {}
+
+    /// Failure modes: what happens on each failure, per database.
+    #[doc = include_str!("../docs/guides/failure_modes.md")]
+    pub mod failure_modes {}
+
+    /// Backends: SQLite, PostgreSQL and MariaDB/MySQL, their URLs, wake-ups and migrations.
+    #[doc = include_str!("../docs/guides/backends.md")]
+    pub mod backends {}
+
+    /// Testing an application that uses the outbox.
+    #[doc = include_str!("../docs/guides/testing.md")]
+    pub mod testing {}
+
+    /// Operating: the command line, the web admin, metrics and traces.
+    #[doc = include_str!("../docs/guides/operating.md")]
+    pub mod operating {}
+}
 
 /// The names most applications need: `use outbox::prelude::*;`.
 pub mod prelude {

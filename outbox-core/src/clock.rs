@@ -76,8 +76,11 @@ pub fn system_now() -> SystemTime {
     SystemTime::now()
 }
 
-/// A clock that only moves when told to (for tests): database work runs at its time too,
-/// so advancing it past a lease expires the lease, and past a due time makes it due.
+/// A clock that only moves when told to (for tests). Database work runs at its time too —
+/// or at the system's time while that is later, so messages enqueued after the clock was
+/// made are due at once — so advancing it past a lease expires the lease, and past a due
+/// time makes it due, without sleeping. Started in the future, it stands still for the
+/// database too (exact rate-bucket arithmetic).
 #[derive(Debug, Clone)]
 pub struct ManualClock(Arc<Mutex<SystemTime>>);
 
@@ -97,6 +100,11 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The later of this clock and the system's: time moves forward, never back.
+    fn database_now(&self) -> Now {
+        Now::At(self.now().max(system_now()))
     }
 }
 

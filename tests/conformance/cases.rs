@@ -1054,3 +1054,45 @@ pub async fn a_fast_backlog_grows_the_default_batch<H: Harness>() {
         }
     }
 }
+
+/// A worker that stops heartbeating (here: its task is aborted mid-handler, as a crash
+/// would) loses its message once a `ManualClock` moves past the lease, without the test
+/// sleeping for the lease: claims, leases and rescue run at the injected clock's time.
+pub async fn a_manual_clock_expires_a_lease<H: Harness>() {
+    use outbox::clock::ManualClock;
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let clock = ManualClock::new(SystemTime::now());
+    let calls = Arc::new(Calls::default());
+    // The first worker starts the message and never finishes it.
+    let stalled = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .clock(Arc::new(clock.clone()))
+        .register::<Mail, _>(|m: Mail, ctx: Ctx| async move {
+            ctx.state().record(m.n);
+            std::future::pending::<()>().await;
+            Ok::<(), HandlerError>(())
+        });
+    let crashed = tokio::spawn(async move { stalled.run_until(std::future::pending()).await });
+    assert!(
+        eventually(Duration::from_secs(10), || async { calls.len() == 1 }).await,
+        "the first worker never started the message"
+    );
+    crashed.abort();
+    let _ = crashed.await;
+
+    let rescuer = outbox(&h, &calls).clock(Arc::new(clock.clone()));
+    let report = rescuer.drain().await.unwrap();
+    assert_eq!(
+        report.counts.delivered, 0,
+        "the lease (30 s by default) has not run out on the manual clock"
+    );
+    clock.advance(Duration::from_secs(31));
+    let report = rescuer.drain().await.unwrap();
+    assert_eq!(
+        report.counts.delivered, 1,
+        "past the lease on the manual clock, the message is rescued and delivered"
+    );
+    assert_eq!(calls.times(1).len(), 2, "started by both workers");
+}

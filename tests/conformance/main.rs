@@ -73,6 +73,10 @@ macro_rules! conformance {
                 cases::a_stale_workers_settlement_is_refused::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_manual_clock_expires_a_lease() {
+                cases::a_manual_clock_expires_a_lease::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn retention_off_and_on() {
                 cases::retention_off_and_on::<H>().await
             }

@@ -1,7 +1,7 @@
 //! The outbox benchmark: our figures beside the baselines they must beat.
 //!
 //! ```sh
-//! cargo run --release --example bench --features postgres,mysql,smtp -- \
+//! cargo run --release -p outbox-bench --bin bench -- \
 //!     [--backend sqlite|postgres|mysql] [--workload NAME] [--n N] [--runs 3] [--json FILE]
 //! scripts/bench.sh        # every backend and workload, with postfix's smtp-sink for `email`
 //! ```
@@ -124,7 +124,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The targets of the engine issue, by backend and workload: ratios to a baseline
+/// The benchmark's targets (BENCHMARKS.md), by backend and workload: ratios to a baseline
 /// measured in the same run wherever the machine's speed matters.
 fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
     let v = f.value;

@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! scripts/bench-smtp.sh                    # installs and starts postfix's smtp-sink, runs this
-//! cargo run --release --example smtp_bench -- 127.0.0.1:2525 [messages]
+//! cargo run --release -p outbox-bench --bin smtp_bench -- 127.0.0.1:2525 [messages]
 //! ```
 //!
 //! Each send renders the email (lettre's builder) and runs MAIL, RCPT, DATA; the sink
