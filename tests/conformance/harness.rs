@@ -47,6 +47,14 @@ pub trait Harness: Sized + Send + Sync + 'static {
     async fn deliveries(&self) -> Vec<(String, i64)>;
     /// Running messages whose lease has expired (by the database's clock).
     async fn expired_leases(&self) -> i64;
+    /// (message id, process id, the database's time in unix ms) of every recorded delivery.
+    async fn delivery_times(&self) -> Vec<(String, i64, i64)>;
+    /// (id, enqueued at, due at, attempts) of every stored message.
+    async fn message_times(&self) -> Vec<(String, i64, i64, i64)>;
+    /// Records this process's own clock (unix ms) beside the database's, in table `clocks`.
+    fn record_clock(&self, local_ms: i64) -> impl std::future::Future<Output = ()> + Send;
+    /// (process id, its clock, the database's) of every recorded clock.
+    async fn clocks(&self) -> Vec<(i64, i64, i64)>;
     /// Makes lock waits on `conn` give up after about a second (for the rest of its
     /// transaction or session).
     fn short_lock_timeout<'c>(
@@ -118,6 +126,8 @@ macro_rules! probes {
         count_messages = $count:literal,
         attempts = $attempts:literal as $attempts_ty:ty,
         record_delivery = $record:literal,
+        record_clock = $record_clock:literal,
+        message_times = $message_times:literal,
         expired_leases = $expired:literal,
         short_lock_timeout = $short:literal $(,)?
     ) => {
@@ -166,6 +176,32 @@ macro_rules! probes {
                 .await
                 .unwrap();
         }
+        async fn delivery_times(&self) -> Vec<(String, i64, i64)> {
+            sqlx::query_as("SELECT id, pid, at FROM deliveries")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn message_times(&self) -> Vec<(String, i64, i64, i64)> {
+            sqlx::query_as($message_times)
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
+        async fn record_clock(&self, local_ms: i64) {
+            sqlx::query($record_clock)
+                .bind(i64::from(std::process::id()))
+                .bind(local_ms)
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+        async fn clocks(&self) -> Vec<(i64, i64, i64)> {
+            sqlx::query_as("SELECT pid, local_ms, at FROM clocks")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
         async fn deliveries(&self) -> Vec<(String, i64)> {
             sqlx::query_as("SELECT id, pid FROM deliveries")
                 .fetch_all(&self.pool)
@@ -211,7 +247,10 @@ mod sqlite {
                 .expect("migrate");
             for ddl in [
                 "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL)",
-                "CREATE TABLE deliveries (id TEXT NOT NULL, pid INTEGER NOT NULL)",
+                "CREATE TABLE deliveries (id TEXT NOT NULL, pid INTEGER NOT NULL, \
+                 at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)))",
+                "CREATE TABLE clocks (pid INTEGER NOT NULL, local_ms INTEGER NOT NULL, \
+                 at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)))",
             ] {
                 sqlx::query(ddl)
                     .execute(&h.pool)
@@ -246,6 +285,8 @@ mod sqlite {
             count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = ?",
             attempts = "SELECT attempts FROM outbox_messages WHERE id = ?" as i64,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+            record_clock = "INSERT INTO clocks (pid, local_ms) VALUES (?, ?)",
+            message_times = "SELECT id, enqueued_at, due_at, attempts FROM outbox_messages",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < unixepoch('subsec') * 1000",
             short_lock_timeout = "PRAGMA busy_timeout = 1000",
@@ -314,7 +355,10 @@ mod postgres {
                 .expect("migrate");
             for ddl in [
                 "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL)",
-                "CREATE TABLE deliveries (id TEXT NOT NULL, pid BIGINT NOT NULL)",
+                "CREATE TABLE deliveries (id TEXT NOT NULL, pid BIGINT NOT NULL, \
+                 at BIGINT NOT NULL DEFAULT (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+                "CREATE TABLE clocks (pid BIGINT NOT NULL, local_ms BIGINT NOT NULL, \
+                 at BIGINT NOT NULL DEFAULT (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
             ] {
                 sqlx::query(ddl)
                     .execute(&h.pool)
@@ -351,6 +395,8 @@ mod postgres {
             count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = $1",
             attempts = "SELECT attempts FROM outbox_messages WHERE id = $1" as i32,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES ($1, $2)",
+            record_clock = "INSERT INTO clocks (pid, local_ms) VALUES ($1, $2)",
+            message_times = "SELECT id, enqueued_at, due_at, attempts::bigint FROM outbox_messages",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
             short_lock_timeout = "SET LOCAL lock_timeout = '1s'",
@@ -416,7 +462,10 @@ mod mysql {
                 .expect("migrate");
             for ddl in [
                 "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL)",
-                "CREATE TABLE deliveries (id VARCHAR(36) NOT NULL, pid BIGINT NOT NULL)",
+                "CREATE TABLE deliveries (id VARCHAR(36) NOT NULL, pid BIGINT NOT NULL, \
+                 at BIGINT NOT NULL DEFAULT (CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)))",
+                "CREATE TABLE clocks (pid BIGINT NOT NULL, local_ms BIGINT NOT NULL, \
+                 at BIGINT NOT NULL DEFAULT (CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)))",
             ] {
                 sqlx::query(ddl)
                     .execute(&h.pool)
@@ -453,6 +502,9 @@ mod mysql {
             count_messages = "SELECT COUNT(*) FROM outbox_messages WHERE type_tag = ?",
             attempts = "SELECT attempts FROM outbox_messages WHERE id = ?" as i32,
             record_delivery = "INSERT INTO deliveries (id, pid) VALUES (?, ?)",
+            record_clock = "INSERT INTO clocks (pid, local_ms) VALUES (?, ?)",
+            message_times =
+                "SELECT id, enqueued_at, due_at, CAST(attempts AS SIGNED) FROM outbox_messages",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)",
             short_lock_timeout = "SET SESSION innodb_lock_wait_timeout = 1",

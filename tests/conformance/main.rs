@@ -126,6 +126,21 @@ conformance!(sqlite, harness::SqliteHarness, "sqlite");
 conformance!(postgres, harness::PostgresHarness, "postgres");
 conformance!(mysql, harness::MySqlHarness, "mysql");
 
+/// Hosts whose clocks disagree (PostgreSQL and MariaDB: a database with a clock of its own;
+/// SQLite lives on one host).
+mod clock_skew {
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_skewed_clocks_agree() {
+        super::processes::skewed_clocks_agree::<super::harness::PostgresHarness>().await
+    }
+    #[cfg(feature = "mysql")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql_skewed_clocks_agree() {
+        super::processes::skewed_clocks_agree::<super::harness::MySqlHarness>().await
+    }
+}
+
 /// A worker process started by the process-level cases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "started by the process-level conformance cases"]

@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use outbox::{enqueue_many, prelude::*, Retention};
+use outbox::{enqueue_many, prelude::*, RateLimit, Retention};
 
 use super::{cases::Mail, harness::Harness};
 
@@ -29,6 +29,9 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
         .with_writer(std::io::stderr)
         .try_init();
     let h = Arc::new(H::attach(url).await);
+    if role == "skew" {
+        return skewed_child(h).await;
+    }
     let hang = role == "hang";
     // Draining processes keep the default lease: they are alive, only busy.
     let options = if role == "drain" {
@@ -59,7 +62,14 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
 }
 
 fn spawn_child(backend: &str, role: &str, url: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
+    child_command(backend, role, url)
+        .spawn()
+        .expect("start a worker process")
+}
+
+fn child_command(backend: &str, role: &str, url: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "child_worker",
             "--exact",
@@ -71,9 +81,8 @@ fn spawn_child(backend: &str, role: &str, url: &str) -> Child {
         .env("OUTBOX_CONF_BACKEND", backend)
         .env("OUTBOX_CONF_URL", url)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start a worker process")
+        .stderr(Stdio::piped());
+    command
 }
 
 async fn enqueue_mails<H: Harness>(h: &H, n: i64) {
@@ -194,5 +203,195 @@ pub async fn killed_workers_messages_are_delivered_by_another<H: Harness>() {
     assert!(
         counted,
         "the crashed attempt and the rescuer's attempt are both counted"
+    );
+}
+
+/// libfaketime, which shifts a process's wall clock (Debian's `faketime` package).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// A worker process whose wall clock is off by `offset` ("-60", "+60": seconds), its
+/// monotonic clock untouched.
+fn spawn_skewed(backend: &str, url: &str, offset: &str) -> Child {
+    child_command(backend, "skew", url)
+        .env("LD_PRELOAD", LIBFAKETIME)
+        .env("FAKETIME", offset)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .spawn()
+        .expect("start a worker process with a skewed clock")
+}
+
+/// The worker of the clock-skew case: records its own clock beside the database's, then
+/// delivers `conf.mail` under the shared bucket `conf.skew`, each handler taking 1.5 s so
+/// leases (3 s) must be extended by heartbeats, until killed.
+async fn skewed_child<H: Harness>(h: Arc<H>) {
+    let local = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    h.record_clock(local).await;
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&h))
+        .register_with::<Mail, _>(
+            |_: Mail, ctx: MessageContext<Arc<H>>| async move {
+                ctx.state().record_delivery(ctx.id().as_str()).await;
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                Ok::<(), HandlerError>(())
+            },
+            quick_lease().concurrency(5).rate_limit("conf.skew"),
+        )
+        .retention(Retention::keep_for(Duration::from_secs(3600)))
+        .shutdown_timeout(Duration::from_secs(1));
+    outbox.run_until(std::future::pending()).await.unwrap();
+}
+
+async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within {limit:?}");
+}
+
+/// Two worker processes whose clocks run 60 s behind and 60 s ahead of the enqueuing
+/// process agree with it, because due times, leases, rescue and bucket refills are the
+/// database's: nothing is delivered late or early, no lease is taken over while its worker
+/// heartbeats (each message delivered once, in one attempt), and the shared bucket's bound
+/// holds across both.
+pub async fn skewed_clocks_agree<H: Harness>() {
+    assert!(
+        std::path::Path::new(LIBFAKETIME).exists(),
+        "this case needs libfaketime at {LIBFAKETIME}: apt-get install faketime"
+    );
+    let h = H::new().await;
+    let (rate, burst) = (10.0, 2.0);
+    Outbox::new(h.backend())
+        .admin()
+        .set_rate_limit("conf.skew", RateLimit::per_second(rate).burst(burst as u32))
+        .await
+        .unwrap();
+    let mut children = vec![spawn_skewed(H::NAME, &h.url(), "-60")];
+    wait_for(
+        "the worker 60 s behind started",
+        Duration::from_secs(30),
+        async || h.clocks().await.len() == 1,
+    )
+    .await;
+    // A worker 60 s behind alone: new messages are due for it at once.
+    let mails: Vec<Mail> = (0..10).map(|n| Mail { n }).collect();
+    let mut tx = h.pool().begin().await.unwrap();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    wait_for(
+        "delivery by the worker 60 s behind",
+        Duration::from_secs(20),
+        async || h.deliveries().await.len() >= 10,
+    )
+    .await;
+    // One 60 s ahead joins: delayed messages wait for their time, leases of the slower
+    // worker stay its own, and both share the bucket.
+    children.push(spawn_skewed(H::NAME, &h.url(), "+60"));
+    wait_for(
+        "the worker 60 s ahead started",
+        Duration::from_secs(30),
+        async || h.clocks().await.len() == 2,
+    )
+    .await;
+    let now: Vec<Mail> = (10..40).map(|n| Mail { n }).collect();
+    let later: Vec<Mail> = (40..50).map(|n| Mail { n }).collect();
+    let mut tx = h.pool().begin().await.unwrap();
+    enqueue_many(&mut *tx, &now).await.unwrap();
+    outbox::enqueue_many_with(
+        &mut *tx,
+        &later,
+        EnqueueOptions::new().after(Duration::from_secs(3)),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let all_done = async || {
+        let rows = h.message_times().await;
+        h.deliveries().await.len() >= 50 && rows.len() == 50 && {
+            // Done rows: delivered and settled.
+            h.count_messages("conf.mail").await == 50 && h.expired_leases().await == 0
+        }
+    };
+    wait_for("delivery of all 50", Duration::from_secs(60), all_done).await;
+    // Long enough for a rescue by the faster clock to show as a second delivery.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    let clocks = h.clocks().await;
+    for (pid, local, db) in &clocks {
+        println!(
+            "{}: worker {pid}: its clock minus the database's: {} ms",
+            H::NAME,
+            local - db
+        );
+    }
+    let skews: Vec<i64> = clocks.iter().map(|(_, local, db)| local - db).collect();
+    assert!(
+        skews.iter().any(|s| (s + 60_000).abs() < 5_000)
+            && skews.iter().any(|s| (s - 60_000).abs() < 5_000),
+        "the workers' clocks were not skewed by -60 s and +60 s: {skews:?}"
+    );
+    let deliveries = h.delivery_times().await;
+    let ids: HashSet<&str> = deliveries.iter().map(|d| d.0.as_str()).collect();
+    assert_eq!(ids.len(), 50, "every message delivered");
+    assert_eq!(
+        deliveries.len(),
+        50,
+        "no message delivered twice (no lease taken over)"
+    );
+    let messages = h.message_times().await;
+    let at: std::collections::HashMap<&str, i64> = deliveries
+        .iter()
+        .map(|(id, _, at)| (id.as_str(), *at))
+        .collect();
+    let mut worst_late = 0;
+    for (id, enqueued, due, attempts) in &messages {
+        assert_eq!(*attempts, 1, "message {id} took {attempts} attempts");
+        let started = at[id.as_str()];
+        assert!(
+            started >= *due,
+            "message {id} started {} ms before it was due",
+            due - started
+        );
+        worst_late = worst_late.max(started - due);
+        if due - enqueued >= 3_000 {
+            assert!(
+                started - due < 10_000,
+                "delayed message {id} started {} ms late",
+                started - due
+            );
+        }
+    }
+    // The backlog of 40 goes at 10/s after a burst of 2: about 4 s; skew would add 60 s.
+    assert!(
+        worst_late < 15_000,
+        "a message started {worst_late} ms after it was due"
+    );
+    let mut starts: Vec<i64> = deliveries.iter().map(|d| d.2).collect();
+    starts.sort_unstable();
+    for i in 0..starts.len() {
+        for j in i..starts.len() {
+            let window = (starts[j] - starts[i]) as f64 / 1000.0;
+            let bound = burst + rate * window + 1.0;
+            assert!(
+                (j - i + 1) as f64 <= bound,
+                "{} handler starts within {window:.3} s: over the bucket's bound {bound:.1}",
+                j - i + 1
+            );
+        }
+    }
+    let pids: HashSet<i64> = deliveries.iter().map(|d| d.1).collect();
+    println!(
+        "{}: skewed workers (-60 s, +60 s): 50 delivered once each by {} processes, latest start {worst_late} ms after due",
+        H::NAME,
+        pids.len()
     );
 }
