@@ -17,7 +17,6 @@ use futures::{future::BoxFuture, FutureExt};
 use tower::Service;
 
 use crate::{
-    clock::unix_secs_f64,
     counters::names,
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
@@ -215,9 +214,11 @@ impl Service<Task<Claimed>> for Dispatch {
             outbox.attempt = attempt,
             outbox.max_attempts = claimed.max_attempts,
         );
-        let now = crate::clock::system_now();
-        let late = unix_secs_f64(now) - unix_secs_f64(claimed.due_at);
-        metrics::histogram!(names::PICKUP_LATENCY, "type" => queue).record(late.max(0.0));
+        // By this process's clock (the due time is the database's: skew shows here).
+        let late = crate::clock::system_now()
+            .duration_since(claimed.due_at)
+            .unwrap_or_default();
+        metrics::histogram!(names::PICKUP_LATENCY, "type" => queue).record(late.as_secs_f64());
         Box::pin(
             async move {
                 let delivery = Delivery {
