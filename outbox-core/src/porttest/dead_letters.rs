@@ -251,7 +251,7 @@ pub async fn requeue_skips_a_taken_key<H: PortHarness>(h: &H) {
         idempotency_key: Some("k".into()),
         ..message(A, 99)
     };
-    insert(h, &[holder.clone()]).await;
+    insert(h, std::slice::from_ref(&holder)).await;
     let b = h.backend();
     let now = at(10_000);
     assert_eq!(

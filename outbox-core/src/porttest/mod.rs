@@ -3,7 +3,7 @@
 //! token buckets and the dead letters — and pins what they must do, so every backend (the
 //! built-in ones, and a future backend crate) runs the same checks.
 //!
-//! The cases are split by area of the port: [`claim`] (order, batching, due times, pauses,
+//! The cases are split by area of the port: [`claim`](mod@claim) (order, batching, due times, pauses,
 //! concurrent claimers, counters), [`settle`] (each settlement kind and its fencing),
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
 //! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]

@@ -80,7 +80,7 @@ pub async fn done_with_keep_keeps_a_done_row<H: PortHarness>(h: &H) {
         idempotency_key: Some("k1".into()),
         ..message(t, 1)
     };
-    insert(h, &[m.clone()]).await;
+    insert(h, std::slice::from_ref(&m)).await;
     let c = claim(h, t, "w1", 10, at(10)).await;
     let done = Settle::Done {
         keep: true,
@@ -298,7 +298,7 @@ pub async fn bury_moves_to_the_dead_letters<H: PortHarness>(h: &H) {
         idempotency_key: Some("order-7".into()),
         ..message(t, 7)
     };
-    insert(h, &[m.clone()]).await;
+    insert(h, std::slice::from_ref(&m)).await;
     let b = h.backend();
     let c = claim(h, t, "w1", 10, at(10)).await;
     let bury = Settle::Bury {
