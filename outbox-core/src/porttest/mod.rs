@@ -7,7 +7,8 @@
 //! concurrent claimers, counters), [`settle`] (each settlement kind and its fencing),
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
 //! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
-//! (filters, paging, purge and requeue).
+//! (filters, paging, purge and requeue), and [`housekeeping`] (drains, unregistered
+//! types, the database's own clock).
 //!
 //! # Time
 //!
@@ -51,6 +52,7 @@
 pub mod bucket;
 pub mod claim;
 pub mod dead_letters;
+pub mod housekeeping;
 pub mod lease;
 pub mod prune;
 pub mod settle;
@@ -107,6 +109,7 @@ macro_rules! port_suite {
             settle::bury_moves_to_the_dead_letters,
             settle::stale_claims_are_fenced,
             settle::mixed_batch_counts_exactly,
+            settle::attempt_log_keeps_the_last_entries,
             lease::lease_expires_after_its_duration,
             lease::heartbeat_extends_the_lease,
             lease::heartbeat_extends_only_the_owners_claims,
@@ -122,6 +125,9 @@ macro_rules! port_suite {
             dead_letters::purge_by_filters,
             dead_letters::requeue_by_filters,
             dead_letters::requeue_skips_a_taken_key,
+            housekeeping::count_unfinished_sees_due_and_held_messages,
+            housekeeping::unregistered_types_are_counted_and_buried,
+            housekeeping::database_clock_runs_the_verbs,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {

@@ -448,3 +448,55 @@ pub async fn mixed_batch_counts_exactly<H: PortHarness>(h: &H) {
         "released, still held (stale claim), retrying, done, dead; the delivered one is gone"
     );
 }
+
+/// The attempt log keeps the last [`FailedAttempt::LOG_LIMIT`] entries: after more failed
+/// attempts than that and a bury, the oldest entries are gone and the newest is the bury.
+pub async fn attempt_log_keeps_the_last_entries<H: PortHarness>(h: &H) {
+    let t = "port_log_limit";
+    let m = NewMessage {
+        max_attempts: 100,
+        ..message(t, 1)
+    };
+    insert(h, &[m]).await;
+    let b = h.backend();
+    let failures = FailedAttempt::LOG_LIMIT as u64 + 2;
+    for i in 0..failures {
+        let c = claim(h, t, "w1", 1, at(i * 10)).await;
+        assert_eq!(c[0].attempt as u64, i + 1);
+        let fail = Settle::Retry {
+            due: Due::At(at(i * 10 + 10)),
+            error: format!("e{}", i + 1),
+            give_back_attempt: false,
+        };
+        let s = b
+            .settle("w1", &[settlement(&c[0], fail)], Now::At(at(i * 10 + 5)))
+            .await
+            .unwrap();
+        assert_eq!(s.applied, 1);
+    }
+    let c = claim(h, t, "w1", 1, at(failures * 10)).await;
+    let bury = Settle::Bury {
+        reason: "last".into(),
+    };
+    b.settle("w1", &[settlement(&c[0], bury)], Now::At(at(failures * 10)))
+        .await
+        .unwrap();
+    let dead = b.list_dead(&DeadLetterFilter::all(), 1, 0).await.unwrap();
+    let log = &dead[0].attempt_log;
+    assert_eq!(log.len(), FailedAttempt::LOG_LIMIT);
+    let first_kept = failures + 1 - FailedAttempt::LOG_LIMIT as u64 + 1;
+    assert_eq!(
+        (log[0].attempt as u64, log[0].error.clone(), log[0].at),
+        (
+            first_kept,
+            format!("e{first_kept}"),
+            at((first_kept - 1) * 10 + 5)
+        ),
+        "the oldest entries went first"
+    );
+    let last = log.last().unwrap();
+    assert_eq!(
+        (last.attempt as u64, last.error.as_str()),
+        (failures + 1, "last")
+    );
+}
