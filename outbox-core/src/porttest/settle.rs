@@ -145,6 +145,7 @@ pub async fn retry_after_a_delay<H: PortHarness>(h: &H) {
     assert_eq!(s.applied, 1);
     let n = counts(h, t, at(200)).await;
     assert_eq!((n.pending, n.running, n.retrying), (0, 0, 1));
+    assert_eq!(n.oldest_due, None, "nothing due yet");
     assert!(
         claim(h, t, "w1", 10, at(10_099)).await.is_empty(),
         "due at +10.1s"
@@ -283,6 +284,7 @@ pub async fn release_keeps_due_time_and_place<H: PortHarness>(h: &H) {
         (2, 0, 0),
         "pending again"
     );
+    assert_eq!(n.oldest_due, Some(t0()), "the released message's due time");
     let c = claim(h, t, "w1", 10, at(600)).await;
     assert_eq!(ids(&c), vec![first.id, second.id], "still first in line");
     assert_eq!(c[0].due_at, t0(), "due time kept");
