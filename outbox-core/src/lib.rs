@@ -14,6 +14,8 @@ pub mod handler;
 mod layers;
 mod message;
 mod outbox;
+#[cfg(feature = "porttest")]
+pub mod porttest;
 pub mod store;
 mod transaction;
 mod worker;
