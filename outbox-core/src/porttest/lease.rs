@@ -133,6 +133,33 @@ pub async fn heartbeat_extends_only_the_owners_claims<H: PortHarness>(h: &H) {
     assert_eq!(ids(&c), ids(&theirs), "w1's message is still leased to w1");
 }
 
+/// A heartbeat extends only the claim it names: after a release and a new claim of the
+/// same message by the same worker, a heartbeat naming the old claim leaves the new lease
+/// alone (fencing, as for settlements).
+pub async fn heartbeat_extends_only_the_named_claim<H: PortHarness>(h: &H) {
+    let t = "port_heartbeat_claim";
+    insert(h, &[message(t, 1)]).await;
+    let b = h.backend();
+    let start = at(1_000);
+    let first = claim(h, t, "w1", 1, start).await;
+    let released = [settlement(&first[0], Settle::Release)];
+    let r = b.settle("w1", &released, Now::At(start)).await.unwrap();
+    assert_eq!((r.applied, r.fenced), (1, 0));
+    let second = claim(h, t, "w1", 1, start).await;
+    assert_eq!((first[0].claim, second[0].claim), (1, 2));
+    let beat = start + Duration::from_secs(20);
+    b.heartbeat("w1", t, &held(&first), Now::At(beat), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.rescue_expired(t, Now::At(start + LEASE + MS))
+            .await
+            .unwrap(),
+        1,
+        "the stale claim's heartbeat did not extend the new claim's lease"
+    );
+}
+
 /// A heartbeat registers its worker (once, however often it beats, also with nothing
 /// held); `deregister` removes it, leaves its leases alone, and is harmless for a name
 /// not registered.

@@ -113,6 +113,7 @@ macro_rules! port_suite {
             lease::lease_expires_after_its_duration,
             lease::heartbeat_extends_the_lease,
             lease::heartbeat_extends_only_the_owners_claims,
+            lease::heartbeat_extends_only_the_named_claim,
             lease::heartbeat_registers_and_deregister_removes,
             prune::prune_deletes_only_done_rows_older_than_the_window,
             prune::prune_limit_bounds_one_call,

@@ -95,7 +95,8 @@ pub trait QueueStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Settled, Error>>;
 
     /// Records that worker `owner` (of `type_tag`) is alive and extends the leases of the
-    /// messages it holds to `lease` from `now`.
+    /// messages it holds to `lease` from `now`, each only while it holds the claim named
+    /// ([`Held::claim`]).
     fn heartbeat<'a>(
         &'a self,
         owner: &'a str,
@@ -109,7 +110,8 @@ pub trait QueueStore: Send + Sync + 'static {
     fn deregister<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<(), Error>>;
 
     /// Puts the running messages of `type_tag` whose lease expired before `now` back in
-    /// the queue, due now (their worker crashed or stalled; the attempt stays counted).
+    /// the queue, keeping their due time and so their place in line (their worker crashed
+    /// or stalled; the attempt stays counted and joins the attempt log); returns how many.
     fn rescue_expired<'a>(
         &'a self,
         type_tag: &'a str,
@@ -125,8 +127,9 @@ pub trait QueueStore: Send + Sync + 'static {
         limit: u32,
     ) -> BoxFuture<'_, Result<u64, Error>>;
 
-    /// Messages of `type_tags` (except paused types) that are due at `now`, or held by a
-    /// worker whose name starts with `owner_prefix`: zero means a drain is complete.
+    /// Whether any message of `type_tags` (except paused types) is due at `now`, or held
+    /// by a worker whose name starts with `owner_prefix`: 0 means a drain is complete, any
+    /// other value that it is not (the statements stop at the first such message).
     fn count_unfinished<'a>(
         &'a self,
         type_tags: &'a [&'static str],
