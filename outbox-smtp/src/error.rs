@@ -1,18 +1,9 @@
 //! What can go wrong: a configuration that cannot work ([`ConfigError`]) and a send that
 //! failed ([`SendError`]), classified for the outbox's retry policy.
 //!
-//! Classification (see [`SendError::is_permanent`]):
-//!
-//! | failure | outcome |
-//! |---|---|
-//! | 4xx reply at any stage, connection refused or dropped, TLS failure, timeout | retried |
-//! | any failure while opening the connection (greeting, EHLO, STARTTLS, AUTH), also 5xx | retried: it is about the server or the configuration, not this message |
-//! | a reply about the session, not the message: `421`, `503` (bad sequence), `500`/`502` to MAIL FROM, RCPT TO or DATA | retried, on a new connection (at once when the old one was pooled) |
-//! | any other 5xx reply to MAIL FROM, DATA or the message data | permanent (dead letter), with the server's reply text |
-//! | every recipient refused | permanent if every refusal was 5xx, else retried |
-//! | an invalid email (checked again before sending) | permanent |
-//! | the server cannot take the message (SMTPUTF8 needed, not offered) | permanent |
-//! | writing an `.eml` file failed | retried |
+//! How each failure is classified (retried, or a dead letter) is the crate's one failure
+//! table: see "Failure handling" in the [crate documentation](crate) and
+//! [`SendError::is_permanent`].
 //!
 //! No error ever contains the SMTP password.
 

@@ -20,13 +20,13 @@ use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlRow},
-    MySql, MySqlPool, Row,
+    MySql, MySqlPool,
 };
 
 use super::sql::{
     bind,
     rows::{claimed, json, millis_ceil},
-    Arg, Dialect, Queries, SqlRow,
+    Arg, Dialect, Queries,
 };
 use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -109,35 +109,6 @@ static QUERIES: Queries = Queries {
     ],
     status_counts: include_str!("queries/status_counts.sql"),
 };
-
-/// Reads `INT` and `BIGINT` columns alike.
-impl SqlRow for MySqlRow {
-    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
-        self.try_get::<i64, _>(i)
-            .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
-    }
-
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
-        self.try_get::<Option<i64>, _>(i)
-            .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
-    }
-
-    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
-        self.try_get(i)
-    }
-}
 
 impl Dialect for MySqlBackend {
     type Row = MySqlRow;

@@ -26,13 +26,13 @@ use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
-    PgPool, Postgres, Row,
+    PgPool, Postgres,
 };
 
 use super::sql::{
     bind,
     rows::{claimed, millis_ceil},
-    Arg, Dialect, Queries, SqlRow,
+    Arg, Dialect, Queries,
 };
 use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -180,36 +180,6 @@ static QUERIES: Queries = Queries {
     ],
     status_counts: include_str!("queries/status_counts.sql"),
 };
-
-/// Reads `int`, `bigint` and `smallint` columns alike.
-impl SqlRow for PgRow {
-    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
-        self.try_get::<i64, _>(i)
-            .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
-            .or_else(|_| self.try_get::<i16, _>(i).map(i64::from))
-    }
-
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
-        self.try_get::<Option<i64>, _>(i)
-            .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
-    }
-
-    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
-        self.try_get(i)
-    }
-}
 
 impl Dialect for PostgresBackend {
     type Row = PgRow;

@@ -98,6 +98,48 @@ pub trait SqlRow: Send + 'static {
     fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error>;
 }
 
+/// Every database's rows: an integer column is read as `BIGINT`, else `INT`, else
+/// `SMALLINT` (PostgreSQL and MySQL return the column's own width).
+impl<R> SqlRow for R
+where
+    R: sqlx::Row + Send + 'static,
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i16: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> f64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
+        self.try_get::<i64, _>(i)
+            .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
+            .or_else(|_| self.try_get::<i16, _>(i).map(i64::from))
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
+        self.try_get::<Option<i64>, _>(i)
+            .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
+            .or_else(|_| self.try_get::<Option<i16>, _>(i).map(|v| v.map(i64::from)))
+    }
+
+    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
+        self.try_get(i)
+    }
+}
+
 /// The statement texts of one database (its `.sql` files), by what they do. A verb whose
 /// move takes several statements lists them in the order they run in one transaction.
 #[derive(Debug)]

@@ -25,13 +25,13 @@ use sqlx::{
     sqlite::{
         SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
     },
-    Row, Sqlite, SqlitePool,
+    Sqlite, SqlitePool,
 };
 
 use super::sql::{
     bind,
     rows::{claimed, millis_ceil},
-    Arg, Dialect, Queries, SqlRow,
+    Arg, Dialect, Queries,
 };
 use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -126,32 +126,6 @@ static QUERIES: Queries = Queries {
     ],
     status_counts: include_str!("queries/status_counts.sql"),
 };
-
-impl SqlRow for SqliteRow {
-    fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn text(&self, i: usize) -> Result<String, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn opt_text(&self, i: usize) -> Result<Option<String>, sqlx::Error> {
-        self.try_get(i)
-    }
-
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error> {
-        self.try_get(i)
-    }
-}
 
 impl Dialect for SqliteBackend {
     type Row = SqliteRow;
