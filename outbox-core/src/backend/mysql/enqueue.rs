@@ -9,7 +9,7 @@ use sqlx::MySqlConnection;
 use crate::{
     backend::sql::{
         bind,
-        enqueue::{encode_rows, one_args, resolve, FindByKeys, Written},
+        enqueue::{due_parts, encode_rows, resolve, FindByKeys, Written},
         Arg,
     },
     enqueue::{Enqueued, InsertMessages, NewMessage},
@@ -24,7 +24,18 @@ impl InsertMessages for MySqlConnection {
             match rows {
                 // One message (the common case): a plain one-row insert.
                 [m] => {
-                    let args = one_args(m, None);
+                    // The database's clock in the statement itself (see enqueue_one.sql).
+                    let (due, delay) = due_parts(m.due);
+                    let args = [
+                        Arg::Text(m.id.as_str()),
+                        Arg::Text(m.queue),
+                        Arg::Bytes(&m.payload),
+                        Arg::Int(i64::from(m.max_attempts)),
+                        Arg::OptInt(due),
+                        Arg::Int(delay),
+                        Arg::Int(i64::from(m.priority)),
+                        Arg::OptText(m.idempotency_key.as_deref()),
+                    ];
                     bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
                         .execute(&mut *self)
                         .await?

@@ -17,7 +17,7 @@ use crate::{
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
 /// never early) or a delay in ms after the statement's `now`.
-fn due_parts(due: Due) -> (Option<i64>, i64) {
+pub(crate) fn due_parts(due: Due) -> (Option<i64>, i64) {
     match due {
         Due::At(at) => (Some(unix_millis_ceil(at)), 0),
         Due::After(delay) => (None, super::rows::millis_ceil(delay)),

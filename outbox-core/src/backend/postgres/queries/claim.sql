@@ -3,10 +3,10 @@
 -- fencing token its settlement names; never given back); rows another claim holds are
 -- skipped. $2 now (unix ms; NULL: the database's clock)
 UPDATE outbox_messages AS m
-SET status = 'running', attempts = m.attempts + 1, claims = m.claims + 1, lease_owner = $4, lease_expires_at = COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) + $5
+SET status = 'running', attempts = m.attempts + 1, claims = m.claims + 1, lease_owner = $4, lease_expires_at = (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)) + $5
 FROM (
     SELECT id FROM outbox_messages
-    WHERE status = 'queued' AND type_tag = $1 AND due_at <= COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)
+    WHERE status = 'queued' AND type_tag = $1 AND due_at <= (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint))
       AND NOT EXISTS (SELECT 1 FROM outbox_paused WHERE type_tag = $1)
     ORDER BY priority DESC, due_at, id
     LIMIT $3

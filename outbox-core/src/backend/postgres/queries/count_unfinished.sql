@@ -4,7 +4,7 @@ SELECT COUNT(*) FROM (
     SELECT 1 FROM outbox_messages AS m
     WHERE m.type_tag IN (SELECT jsonb_array_elements_text($1::jsonb))
       AND NOT EXISTS (SELECT 1 FROM outbox_paused AS p WHERE p.type_tag = m.type_tag)
-      AND ((m.status = 'queued' AND m.due_at <= COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint))
+      AND ((m.status = 'queued' AND m.due_at <= (SELECT COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint)))
         OR (m.status = 'running' AND starts_with(m.lease_owner, $2)))
     LIMIT 1
 ) AS any_left

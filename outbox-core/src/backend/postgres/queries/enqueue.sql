@@ -5,8 +5,9 @@
 WITH ins AS (
     INSERT INTO outbox_messages
         (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key, enqueued_at)
-    SELECT r.id, r.queue, convert_to(r.job, 'UTF8'), 'queued', 0, r.max_attempts, GREATEST(COALESCE(r.due, 0), n.now + COALESCE(r.delay, 0)), r.priority, r.key, n.now
-    FROM (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n, jsonb_to_recordset($1::jsonb)
+    SELECT r.id, r.queue, convert_to(r.job, 'UTF8'), 'queued', 0, r.max_attempts, GREATEST(COALESCE(r.due, 0), (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)) + COALESCE(r.delay, 0)),
+           r.priority, r.key, (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint))
+    FROM jsonb_to_recordset($1::jsonb)
          AS r(id text, queue text, job text, due bigint, delay bigint, priority integer, max_attempts integer, key text)
     ON CONFLICT (type_tag, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type_tag

@@ -8,7 +8,7 @@ SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
     attempt_log = (
         (CASE WHEN jsonb_array_length(COALESCE(attempt_log, '[]')::jsonb) >= 20
               THEN COALESCE(attempt_log, '[]')::jsonb - 0 ELSE COALESCE(attempt_log, '[]')::jsonb END)
-        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint), 'error',
+        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)), 'error',
             'the worker holding attempt ' || attempts || ' stopped renewing its lease (crash or stall)'))
     )::text
-WHERE status = 'running' AND type_tag = $1 AND lease_expires_at < COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)
+WHERE status = 'running' AND type_tag = $1 AND lease_expires_at < (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint))

@@ -10,10 +10,10 @@ WITH gone AS (
 )
 INSERT INTO outbox_dead_letters
     (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
-SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, reason, enqueued_at, COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint),
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, reason, enqueued_at, (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)),
        ((CASE WHEN jsonb_array_length(COALESCE(attempt_log, '[]')::jsonb) >= 20
               THEN COALESCE(attempt_log, '[]')::jsonb - 0 ELSE COALESCE(attempt_log, '[]')::jsonb END)
-        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint), 'error', reason)))::text,
+        || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)), 'error', reason)))::text,
        claims
 FROM gone
 ON CONFLICT (id) DO UPDATE SET

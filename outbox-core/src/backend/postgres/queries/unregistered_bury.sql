@@ -7,6 +7,6 @@ WITH gone AS (
 )
 INSERT INTO outbox_dead_letters
     (id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, last_error, enqueued_at, failed_at, attempt_log, claims)
-SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, $2, enqueued_at, COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint), attempt_log, claims
+SELECT id, type_tag, payload, attempts, max_attempts, priority, idempotency_key, $2, enqueued_at, (SELECT COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint)), attempt_log, claims
 FROM gone
 ON CONFLICT (id) DO UPDATE SET last_error = EXCLUDED.last_error, failed_at = EXCLUDED.failed_at
