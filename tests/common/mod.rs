@@ -68,6 +68,16 @@ impl TestDb {
             .unwrap()
     }
 
+    /// The status of one row, or `None` once it left the queue (delivered and deleted, or
+    /// moved to the dead letters), read in one statement.
+    pub async fn status(&self, id: &str) -> Option<String> {
+        sqlx::query_scalar("SELECT status FROM outbox_messages WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .unwrap()
+    }
+
     /// (status, attempts, last_error) of one row.
     pub async fn row(&self, id: &str) -> (String, i64, Option<String>) {
         sqlx::query_as("SELECT status, attempts, last_error FROM outbox_messages WHERE id = ?")
