@@ -16,11 +16,15 @@ use crate::{
 };
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
-/// never early) or a delay in ms after the statement's `now`.
+/// never early) or a delay in ms after the statement's `now`. The statement reads `now` to
+/// the millisecond (rounded, on PostgreSQL and MariaDB), so a delay gets one millisecond
+/// more than its rounded-up length: a delayed message is never due before the enqueue
+/// call's time plus its delay.
 pub(crate) fn due_parts(due: Due) -> (Option<i64>, i64) {
     match due {
         Due::At(at) => (Some(unix_millis_ceil(at)), 0),
-        Due::After(delay) => (None, super::rows::millis_ceil(delay)),
+        Due::After(delay) if delay.is_zero() => (None, 0),
+        Due::After(delay) => (None, super::rows::millis_ceil(delay).saturating_add(1)),
     }
 }
 
