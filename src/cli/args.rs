@@ -232,6 +232,10 @@ pub struct RateLimitArgs {
     /// bucket's current burst, or 1 for a new bucket).
     #[arg(long, value_name = "B", requires = "name", value_parser = clap::value_parser!(u32).range(1..))]
     pub burst: Option<u32>,
+    /// Create the bucket if it does not exist (without it, a name no bucket has is refused,
+    /// so a typo cannot add an unused bucket while the real one keeps its rate).
+    #[arg(long, requires = "rate")]
+    pub create: bool,
 }
 
 /// A duration such as `30d`, `12h`, `500ms`.

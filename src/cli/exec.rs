@@ -382,13 +382,18 @@ impl<B: Backend> Ctx<B> {
             return self.print_buckets(&[(name.clone(), state)]);
         }
         let per_second = match (rate, current) {
+            (Some(_), None) if !args.create => {
+                let text = self.unknown_bucket_text(name, &rate_flag(args)).await?;
+                return Err(Failure::Message(text));
+            }
             (Some(r), _) => r,
             (None, Some(state)) => state.limit.per_second,
             (None, None) => {
                 return Err(Failure::Message(format!(
                     "there is no rate bucket `{name}` to change the burst of; create it with a \
                      rate, e.g. {}",
-                    self.hints.cmd(&format!("rate-limit {name} --per-hour 60"))
+                    self.hints
+                        .cmd(&format!("rate-limit {name} --per-hour 60 --create"))
                 )))
             }
         };
@@ -427,7 +432,7 @@ impl<B: Backend> Ctx<B> {
         if buckets.is_empty() {
             println!(
                 "no rate buckets; create one with {}",
-                self.hints.cmd("rate-limit NAME --per-hour N")
+                self.hints.cmd("rate-limit NAME --per-hour N --create")
             );
             return Ok(());
         }
@@ -450,18 +455,31 @@ impl<B: Backend> Ctx<B> {
 
     /// The error for a bucket that does not exist, listing those that do.
     async fn unknown_bucket(&self, name: &str) -> Failure {
-        let known = match self.admin.rate_limits().await {
-            Ok(b) => b.into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            Err(e) => return e.into(),
-        };
-        Failure::Message(format!(
-            "there is no rate bucket `{name}` (buckets: {}); create it with {}",
+        match self.unknown_bucket_text(name, "--per-hour N").await {
+            Ok(text) => Failure::Message(text),
+            Err(e) => e,
+        }
+    }
+
+    /// Says that there is no bucket `name`, which buckets there are, and how to create one
+    /// (with `rate`, e.g. `--per-hour 60`).
+    async fn unknown_bucket_text(&self, name: &str, rate: &str) -> Result<String> {
+        let known = self
+            .admin
+            .rate_limits()
+            .await?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect::<Vec<_>>();
+        Ok(format!(
+            "there is no rate bucket `{name}` (buckets: {}); check the name, or create it with {}",
             if known.is_empty() {
                 "none".to_owned()
             } else {
                 known.join(", ")
             },
-            self.hints.cmd(&format!("rate-limit {name} --per-hour N"))
+            self.hints
+                .cmd(&format!("rate-limit {name} {rate} --create"))
         ))
     }
 
@@ -589,4 +607,14 @@ fn dead_letter_json(d: &DeadLetter) -> Value {
         })).collect::<Vec<_>>(),
         "payload": render::payload_value(&d.payload),
     })
+}
+
+/// The rate option as given (`--per-hour 60`), for a hint that repeats the command.
+fn rate_flag(args: &RateLimitArgs) -> String {
+    match (args.per_second, args.per_minute, args.per_hour) {
+        (Some(n), _, _) => format!("--per-second {n}"),
+        (_, Some(n), _) => format!("--per-minute {n}"),
+        (_, _, Some(n)) => format!("--per-hour {n}"),
+        _ => String::new(),
+    }
 }

@@ -429,15 +429,35 @@ pub async fn pause_resume_and_rate_limits<H: Harness>() {
 
     let r = outbox(&url, &["rate-limit"]).succeeded().stdout.clone();
     assert!(
-        r.starts_with("no rate buckets; create one with `outbox rate-limit NAME --per-hour N`"),
+        r.starts_with(
+            "no rate buckets; create one with `outbox rate-limit NAME --per-hour N --create`"
+        ),
         "{r}"
     );
     outbox(&url, &["rate-limit", "smtp"])
         .failed_with("there is no rate bucket `smtp` (buckets: none)");
     outbox(&url, &["rate-limit", "smtp", "--burst", "3"]).failed_with("create it with a rate");
+    // A name no bucket has is refused (a typo must not add an unused bucket)...
+    outbox(&url, &["rate-limit", "smtp", "--per-hour", "60"]).failed_with(
+        "there is no rate bucket `smtp` (buckets: none); check the name, or create it with \
+         `outbox rate-limit smtp --per-hour 60 --create`",
+    );
+    assert!(
+        admin.rate_limits().await.unwrap().is_empty(),
+        "nothing created"
+    );
+    // ... unless --create says so.
     let r = outbox(
         &url,
-        &["rate-limit", "smtp", "--per-hour", "60", "--burst", "5"],
+        &[
+            "rate-limit",
+            "smtp",
+            "--per-hour",
+            "60",
+            "--burst",
+            "5",
+            "--create",
+        ],
     )
     .succeeded()
     .stdout
@@ -481,6 +501,16 @@ pub async fn pause_resume_and_rate_limits<H: Harness>() {
     assert!(shown.contains("10/s") && shown.contains("36000"), "{shown}");
     outbox(&url, &["rate-limit", "nope"])
         .failed_with("there is no rate bucket `nope` (buckets: api, smtp)");
+    outbox(&url, &["rate-limit", "smpt", "--per-minute", "1"])
+        .failed_with("there is no rate bucket `smpt` (buckets: api, smtp)");
+    let names: Vec<String> = admin
+        .rate_limits()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["api", "smtp"], "a typo added no bucket");
     outbox(&url, &["rate-limit", "smtp", "--per-hour", "0"])
         .failed_with("the rate must be positive");
 }
