@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut web = WebAdmin::new(admin);
     web = match std::env::var("OUTBOX_ADMIN_PASSWORD") {
         Ok(password) if !password.is_empty() => web.basic_auth("admin", password),
-        _ => web.allow_unauthenticated_loopback(),
+        _ => web.allow_unauthenticated_loopback_without_proxy(),
     };
     let app = axum::Router::new().nest("/outbox", web.into_router());
 

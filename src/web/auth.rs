@@ -127,7 +127,8 @@ fn unauthenticated(parts: &Parts, loopback_in_release: bool) -> Option<String> {
         )),
         Some(_) if !cfg!(debug_assertions) && !loopback_in_release => Some(format!(
             "the outbox admin has no authorization configured: {HOW}; or, to serve \
-             loopback requests without it, call .allow_unauthenticated_loopback()\n"
+             loopback requests without it where no reverse proxy runs on this host (behind \
+             one, every request is loopback), call .allow_unauthenticated_loopback_without_proxy()\n"
         )),
         Some(_) => None,
     }

@@ -56,9 +56,11 @@
 //!   head: a session cookie, or an extension that the application's own middleware put on
 //!   the request. Without either, the admin serves only requests from a loopback address
 //!   (`127.0.0.1`, `::1`), and in release builds only after
-//!   [`WebAdmin::allow_unauthenticated_loopback`](crate::web::WebAdmin::allow_unauthenticated_loopback); anything else gets 403 with a message
+//!   [`WebAdmin::allow_unauthenticated_loopback_without_proxy`](crate::web::WebAdmin::allow_unauthenticated_loopback_without_proxy); anything else gets 403 with a message
 //!   saying how to configure authorization. Telling loopback apart needs the peer address:
-//!   serve with `into_make_service_with_connect_info::<SocketAddr>()`.
+//!   serve with `into_make_service_with_connect_info::<SocketAddr>()`. **Behind a reverse
+//!   proxy on the same host, every request is loopback**: loopback-only then serves
+//!   everyone the proxy serves; configure authorization there.
 //! * **CSRF.** Every state change is a POST carrying a token in a hidden field: the HMAC
 //!   (SHA-256, with a random key made per router) of a random value in a `SameSite=Strict`,
 //!   `HttpOnly` cookie. A POST without a matching token gets 403.
@@ -99,7 +101,8 @@ pub struct WebAdmin<B> {
 
 /// The web admin with the defaults, for `app.nest("/outbox", outbox::web::router(admin))`:
 /// no authorization set, so it serves loopback requests only (in release builds none, see
-/// [`WebAdmin::allow_unauthenticated_loopback`]). Same as
+/// [`WebAdmin::allow_unauthenticated_loopback_without_proxy`]; behind a reverse proxy on
+/// the same host every request is loopback). Same as
 /// `WebAdmin::new(admin).into_router()`.
 pub fn router<B: Backend>(admin: Admin<B>) -> Router {
     WebAdmin::new(admin).into_router()
@@ -141,9 +144,26 @@ impl<B: Backend> WebAdmin<B> {
     /// Without [`WebAdmin::authorize`] or [`WebAdmin::basic_auth`], serves requests from a
     /// loopback address in release builds too (debug builds always do). Requests from any
     /// other address are refused all the same.
-    pub fn allow_unauthenticated_loopback(mut self) -> Self {
+    ///
+    /// **Only without a reverse proxy on the same host.** Behind nginx, Caddy or a sidecar
+    /// on the same machine, every request reaches the router from a loopback address, so
+    /// this serves everyone the proxy serves, unauthenticated: configure authorization
+    /// instead.
+    pub fn allow_unauthenticated_loopback_without_proxy(mut self) -> Self {
         self.auth.loopback_in_release = true;
         self
+    }
+
+    /// The former name of [`WebAdmin::allow_unauthenticated_loopback_without_proxy`],
+    /// which says the risk: behind a reverse proxy on the same host every request is
+    /// loopback.
+    #[deprecated(
+        note = "behind a reverse proxy on the same host every request is loopback; use \
+                allow_unauthenticated_loopback_without_proxy (same behaviour) only where no \
+                proxy runs, or configure basic_auth/authorize"
+    )]
+    pub fn allow_unauthenticated_loopback(self) -> Self {
+        self.allow_unauthenticated_loopback_without_proxy()
     }
 
     /// How often the throughput sampler reads the status counts (default 10 s, at least
