@@ -100,29 +100,45 @@ impl Failure {
 }
 
 /// `url` with the password of its user info, and a `password=` query parameter, replaced
-/// by `***`.
+/// by `***`, however malformed the URL (a password may hold `/`, `?`, `#` or `@`).
 pub(crate) fn redact(url: &str) -> String {
-    let mut out = redact_user_info(url);
-    if let Some(start) = out.find("password=").map(|i| i + "password=".len()) {
-        let end = out[start..].find('&').map_or(out.len(), |i| start + i);
-        out.replace_range(start..end, "***");
+    scrub(url, url)
+}
+
+/// `text` with every password `url` carries replaced by `***`: for error messages, which
+/// may quote the URL or parts of it (sqlx's own messages included).
+pub(crate) fn scrub(text: &str, url: &str) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets(url) {
+        out = out.replace(secret, "***");
     }
     out
 }
 
-/// `url` with the password of its user info replaced by `***`.
-fn redact_user_info(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
+/// The passwords `url` may carry, longest first. In the user info: everything from the
+/// first `:` after `scheme://` to each `@` after it, up to the LAST `@` of the URL (which
+/// `@` ends a malformed URL's password cannot be known, so each candidate is hidden; a
+/// password with `/`, `?`, `#` or `@` in it is covered whole); and the value of a
+/// `password=` parameter (up to the next `&`).
+fn secrets(url: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    if let Some((_, rest)) = url.split_once("://") {
+        let end = rest.rfind('@').unwrap_or(0);
+        if let Some(colon) = rest[..end].find(':') {
+            let password = &rest[colon + 1..];
+            found.extend(password.match_indices('@').map(|(i, _)| &password[..i]));
+        }
     }
+    let mut search = url;
+    while let Some(i) = search.find("password=") {
+        let value = &search[i + "password=".len()..];
+        let end = value.find('&').unwrap_or(value.len());
+        found.push(&value[..end]);
+        search = &value[end..];
+    }
+    found.retain(|s| !s.is_empty());
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found
 }
 
 #[cfg(test)]
@@ -144,5 +160,46 @@ mod tests {
             redact("postgres://u@h/db?password=x@y&sslmode=require"),
             "postgres://u@h/db?password=***&sslmode=require"
         );
+        // A password with `/` or `?` used to end the "authority" early and print whole.
+        assert_eq!(
+            redact("postgres://u:se/cret@127.0.0.1:5499/db"),
+            "postgres://u:***@127.0.0.1:5499/db"
+        );
+        assert_eq!(redact("mysql://u:a?b#c@h/db"), "mysql://u:***@h/db");
+    }
+
+    proptest::proptest! {
+        /// No password survives redaction, or the scrubbing of a message quoting the URL
+        /// or any of its parts, however the URL is malformed.
+        #[test]
+        fn no_password_is_ever_printed(
+            scheme in "(postgres|postgresql|mysql|mariadb|sqlite|pg|)",
+            sep in "(://|:/|:|//|)",
+            user in "[a-z]{0,6}",
+            password in "PW[a-zA-Z0-9/?#@:%&=. ]{1,12}",
+            host in "[a-z0-9.]{0,10}(:[0-9]{1,5})?",
+            path in "(/[a-z?=&@/]{0,10})?",
+            in_query in proptest::bool::ANY,
+        ) {
+            let url = if in_query {
+                format!("{scheme}{sep}{user}@{host}{path}?sslmode=x&password={password}")
+            } else {
+                format!("{scheme}{sep}{user}:{password}@{host}{path}")
+            };
+            // A `password=` value ends at the next `&`.
+            let secret = if in_query {
+                password.split('&').next().unwrap_or(&password)
+            } else {
+                password.as_str()
+            };
+            // Only URLs that carry a password recognisably: `scheme://` and a user info, or
+            // a `password=` parameter.
+            proptest::prop_assume!(sep == "://" || in_query);
+            let redacted = redact(&url);
+            proptest::prop_assert!(!redacted.contains(secret), "{url} -> {redacted}");
+            let message = format!("invalid port in `{url}`: `{}` after `{secret}`", &url[url.len() / 2..]);
+            let scrubbed = super::scrub(&message, &url);
+            proptest::prop_assert!(!scrubbed.contains(secret), "{message} -> {scrubbed}");
+        }
     }
 }

@@ -231,7 +231,13 @@ fn finish(result: Result<Outcome, Failure>, url: Option<&str>, hints: Hints) -> 
     match result {
         Ok(outcome) => outcome,
         Err(failure) => {
-            eprintln!("error: {}", failure.explain(url, hints));
+            let explained = failure.explain(url, hints);
+            // Whatever the message quotes (sqlx's own text included), no password.
+            let shown = match url {
+                Some(url) => failure::scrub(&explained, url),
+                None => explained,
+            };
+            eprintln!("error: {shown}");
             Outcome::Failed
         }
     }

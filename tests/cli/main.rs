@@ -98,6 +98,24 @@ mod urls {
         assert!(!r.stderr.contains("s3cret"), "{r:?}");
     }
 
+    /// A password holding `/`, `?` or `@` makes the URL malformed; it is still never
+    /// printed (it used to be, whole, when the `/` ended the parsed authority early).
+    #[cfg(all(feature = "postgres", feature = "mysql"))]
+    #[test]
+    fn a_malformed_url_never_shows_its_password() {
+        for (url, secret) in [
+            ("postgres://u:se/cret@127.0.0.1:5499/db", "se/cret"),
+            ("postgres://u:se?cret@127.0.0.1:5499/db", "se?cret"),
+            ("mysql://u:s@e/cret@127.0.0.1:1/db", "s@e/cret"),
+            ("postgres://u:pw@127.0.0.1:notaport/db", "pw@"),
+        ] {
+            let r = outbox(url, &["status"]);
+            assert!(!r.stderr.contains(secret), "{url}: {r:?}");
+            assert!(!r.stdout.contains(secret), "{url}: {r:?}");
+            assert!(!r.stderr.is_empty(), "{url}: an error was printed");
+        }
+    }
+
     #[cfg(feature = "postgres")]
     #[test]
     fn a_missing_postgres_database_is_named() {
