@@ -1096,3 +1096,47 @@ pub async fn a_manual_clock_expires_a_lease<H: Harness>() {
     );
     assert_eq!(calls.times(1).len(), 2, "started by both workers");
 }
+
+/// With a short retention window, a delivered message's key is free again soon after the
+/// window (the pruner looks every tenth of it), not only at the next 30 s prune.
+pub async fn a_short_retention_frees_its_key_soon<H: Harness>() {
+    let h = H::new().await;
+    let calls = Arc::new(Calls::default());
+    let keep = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .retention(Retention::keep_for(Duration::from_secs(1)))
+        .register::<Mail, _>(ok);
+    let enqueue = || async {
+        let mut tx = h.pool().begin().await.unwrap();
+        let r = Mail { n: 7 }.enqueue(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+        r
+    };
+    assert!(!enqueue().await.is_duplicate());
+    let freed_after = Mutex::new(None);
+    keep.run_until(async {
+        assert!(
+            eventually(Duration::from_secs(10), || async { calls.len() == 1 }).await,
+            "delivered"
+        );
+        let delivered = Instant::now();
+        while enqueue().await.is_duplicate() && delivered.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        *freed_after.lock().unwrap() = Some(delivered.elapsed());
+    })
+    .await
+    .unwrap();
+    let freed = freed_after.lock().unwrap().expect("measured");
+    println!(
+        "{}: a 1 s retention window freed the key {freed:?} after delivery",
+        H::NAME
+    );
+    assert!(
+        freed >= Duration::from_millis(500),
+        "the key was free before the window ended: {freed:?}"
+    );
+    assert!(
+        freed < Duration::from_secs(5),
+        "the key stayed taken {freed:?} after delivery with a 1 s window"
+    );
+}

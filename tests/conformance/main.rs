@@ -77,6 +77,10 @@ macro_rules! conformance {
                 cases::a_manual_clock_expires_a_lease::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_short_retention_frees_its_key_soon() {
+                cases::a_short_retention_frees_its_key_soon::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn retention_off_and_on() {
                 cases::retention_off_and_on::<H>().await
             }

@@ -8,8 +8,17 @@ use crate::{clock::Clock, store::Backend};
 
 /// Rows deleted per statement, so a prune never holds locks for long.
 const PRUNE_BATCH: u32 = 1_000;
-/// Pause between prunes once nothing old is left.
+/// Longest pause between prunes once nothing old is left.
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
+/// Shortest pause between prunes.
+const PRUNE_AT_MOST_EVERY: Duration = Duration::from_millis(100);
+
+/// The pause between prunes once nothing old is left: a tenth of the window (between
+/// 100 ms and 30 s), so a row, and its idempotency key, outlives its window by at most that
+/// much plus one prune pass.
+pub(super) fn prune_period(window: Duration) -> Duration {
+    (window / 10).clamp(PRUNE_AT_MOST_EVERY, PRUNE_EVERY)
+}
 
 /// Prunes done rows older than `window` until stopped.
 pub(super) fn prune<B: Backend>(
@@ -18,16 +27,17 @@ pub(super) fn prune<B: Backend>(
     window: Duration,
     mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
+    let every = prune_period(window);
     tokio::spawn(async move {
         loop {
             let now = clock.database_now();
             let pause = match backend.prune_done(window, now, PRUNE_BATCH).await {
                 // A full batch: more may be waiting; go on after a breath.
                 Ok(n) if n >= u64::from(PRUNE_BATCH) => Duration::from_millis(50),
-                Ok(_) => PRUNE_EVERY,
+                Ok(_) => every,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot prune delivered messages; trying again later");
-                    PRUNE_EVERY
+                    PRUNE_EVERY.max(every)
                 }
             };
             tokio::select! {
@@ -36,4 +46,20 @@ pub(super) fn prune<B: Backend>(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prune_period_follows_the_window() {
+        let s = Duration::from_secs;
+        assert_eq!(prune_period(s(3)), Duration::from_millis(300));
+        assert_eq!(
+            prune_period(Duration::from_millis(200)),
+            Duration::from_millis(100)
+        );
+        assert_eq!(prune_period(s(7 * 86400)), s(30));
+    }
 }
