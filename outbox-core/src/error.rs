@@ -116,6 +116,25 @@ pub enum EnqueueError {
         /// What the driver reported.
         source: sqlx::Error,
     },
+    /// The connection broke while the database received a large insert statement: most
+    /// likely the statement was larger than the server accepts (MariaDB/MySQL
+    /// `max_allowed_packet`, 16 MiB by default), and the server dropped the connection.
+    #[error(
+        "the connection broke while the database received a {bytes}-byte insert of \
+         `{type_tag}` messages ({source}): on MariaDB/MySQL this is most likely a statement \
+         larger than the server's max_allowed_packet (16 MiB by default): raise it \
+         (SET GLOBAL max_allowed_packet = ..., or max_allowed_packet in the server's \
+         configuration), or keep messages smaller (the type's max_payload, \
+         EnqueueOptions::max_payload); the transaction is lost: begin it again"
+    )]
+    StatementTooLarge {
+        /// Type tag of the message.
+        type_tag: &'static str,
+        /// Payload bytes in the statement.
+        bytes: usize,
+        /// What the driver reported.
+        source: sqlx::Error,
+    },
 }
 
 /// Errors from setting up or running the outbox (migrations, workers, signals).
@@ -156,6 +175,22 @@ impl From<sqlx::Error> for Error {
 
 impl EnqueueError {
     /// The error for a failed insert of `type_tag` messages, by what the database said.
+    /// The error of a failed insert of `bytes` payload bytes: a connection that broke
+    /// under a large statement (1 MiB or more) is most likely the server's packet limit.
+    pub(crate) fn from_insert(type_tag: &'static str, bytes: usize, source: sqlx::Error) -> Self {
+        let broken = matches!(&source, sqlx::Error::Io(_))
+            || matches!(&source, sqlx::Error::Database(d)
+                if d.message().contains("max_allowed_packet") || d.code().as_deref() == Some("08S01"));
+        if broken && bytes >= LARGE_STATEMENT {
+            return EnqueueError::StatementTooLarge {
+                type_tag,
+                bytes,
+                source,
+            };
+        }
+        Self::from_database(type_tag, source)
+    }
+
     pub(crate) fn from_database(type_tag: &'static str, source: sqlx::Error) -> Self {
         match Fault::of(&source) {
             Fault::NotMigrated(table) => EnqueueError::NotMigrated { table },
@@ -165,6 +200,10 @@ impl EnqueueError {
         }
     }
 }
+
+/// Payload bytes from which a connection that broke during an insert is blamed on the
+/// statement's size.
+const LARGE_STATEMENT: usize = 1024 * 1024;
 
 /// What a database error means for the caller, across the three databases.
 #[derive(Debug, PartialEq, Eq)]

@@ -1140,3 +1140,38 @@ pub async fn a_short_retention_frees_its_key_soon<H: Harness>() {
         "the key stayed taken {freed:?} after delivery with a 1 s window"
     );
 }
+
+/// A single message larger than MariaDB's packet limit (16 MiB by default), allowed by a
+/// raised payload limit: MariaDB drops the connection, and the error names
+/// `max_allowed_packet` and both ways out instead of only "connection reset". The other
+/// databases take it.
+pub async fn an_oversize_statement_names_the_packet_limit<H: Harness>() {
+    #[derive(Serialize, Deserialize, OutboxMessage)]
+    #[outbox(type = "conf.big")]
+    struct Big {
+        blob: String,
+    }
+    let h = H::new().await;
+    let mib = 1024 * 1024;
+    let big = Big {
+        blob: "x".repeat(17 * mib),
+    };
+    let mut tx = h.pool().begin().await.unwrap();
+    let result = big
+        .enqueue_with(&mut *tx, EnqueueOptions::new().max_payload(32 * mib))
+        .await;
+    if H::NAME != "mysql" {
+        result.expect("17 MiB in one statement");
+        return;
+    }
+    let err = result.expect_err("past MariaDB's default max_allowed_packet");
+    let text = err.to_string();
+    println!("{}: {text}", H::NAME);
+    assert!(
+        matches!(err, outbox::EnqueueError::StatementTooLarge { .. }),
+        "{err:?}"
+    );
+    for part in ["max_allowed_packet", "max_payload", "begin it again"] {
+        assert!(text.contains(part), "`{part}` missing from: {text}");
+    }
+}

@@ -81,6 +81,10 @@ macro_rules! conformance {
                 cases::a_short_retention_frees_its_key_soon::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_oversize_statement_names_the_packet_limit() {
+                cases::an_oversize_statement_names_the_packet_limit::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn retention_off_and_on() {
                 cases::retention_off_and_on::<H>().await
             }

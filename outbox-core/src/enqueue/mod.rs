@@ -214,7 +214,10 @@ where
             .connection()
             .insert_messages(chunk)
             .await
-            .map_err(|source| EnqueueError::from_database(M::TYPE, source))?;
+            .map_err(|source| {
+                let bytes = chunk.iter().map(|m| m.payload.len()).sum();
+                EnqueueError::from_insert(M::TYPE, bytes, source)
+            })?;
         let new = done.iter().filter(|r| !r.is_duplicate()).count();
         metrics::counter!(crate::counters::names::ENQUEUED, "type" => M::TYPE)
             .increment(new as u64);
