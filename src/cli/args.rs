@@ -64,8 +64,8 @@ pub enum Action {
 }
 
 /// The standalone `outbox` binary: the admin commands on the database at a URL, without
-/// any handler code.
-#[derive(Debug, Clone, Parser)]
+/// any handler code. Its `Debug` output shows the URL without its password.
+#[derive(Clone, Parser)]
 #[command(
     name = "outbox",
     version,
@@ -242,4 +242,40 @@ pub struct RateLimitArgs {
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("{e}; write a duration such as 30d, 12h, 15m, 2s or 500ms"))
+}
+
+impl std::fmt::Debug for Standalone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Standalone")
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(super::failure::redact),
+            )
+            .field("json", &self.json)
+            .field("command", &self.command)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Standalone;
+
+    #[test]
+    fn debug_output_hides_the_password() {
+        let args = Standalone::parse_from([
+            "outbox",
+            "--database-url",
+            "postgres://u:se/cret@127.0.0.1:5499/db",
+            "status",
+        ]);
+        let shown = format!("{args:?}");
+        assert!(!shown.contains("se/cret"), "{shown}");
+        assert!(
+            shown.contains("postgres://u:***@127.0.0.1:5499/db"),
+            "{shown}"
+        );
+    }
 }
