@@ -374,8 +374,9 @@ async fn pausing_a_type_stops_its_worker_until_resumed() {
                 ctx.state().fetch_add(1, Ordering::SeqCst);
                 Ok::<(), HandlerError>(())
             },
-            QueueOptions::new().poll_interval(Duration::from_millis(200)),
-        );
+            QueueOptions::new(),
+        )
+        .idle_poll(Duration::from_millis(200), Duration::from_millis(200));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(async move {
         outbox

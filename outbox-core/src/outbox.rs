@@ -64,6 +64,8 @@ pub struct Outbox<B, S = ()> {
     gauge_interval: Option<Duration>,
     fail_unregistered: bool,
     retention: Retention,
+    /// The due probe's pause after work, and its longest pause when idle.
+    idle_poll: (Duration, Duration),
     clock: Arc<dyn Clock>,
     counters: Arc<Counters>,
 }
@@ -89,6 +91,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             gauge_interval: Some(Duration::from_secs(10)),
             fail_unregistered: false,
             retention: Retention::default(),
+            idle_poll: (Duration::from_millis(50), Duration::from_secs(1)),
             clock: Arc::new(SystemClock),
             counters: Arc::new(Counters::default()),
         }
@@ -134,6 +137,21 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// [`Retention::keep_for`].
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// How often an idle process asks the database whether any of its idle types has due
+    /// messages (default: every 50 ms after work, doubling to every 1 s while nothing is
+    /// due). It is one small statement for all types, however many are registered; a type
+    /// with nothing due costs nothing else.
+    ///
+    /// This is the pick-up latency wherever no commit signal reaches the workers: messages
+    /// enqueued on MariaDB, or by another process on SQLite, and delayed or retried
+    /// messages coming due on every database. New messages on PostgreSQL (NOTIFY) and
+    /// those committed by this process on SQLite wake their workers at once. `min` must be
+    /// above zero and at most `max`.
+    pub fn idle_poll(mut self, min: Duration, max: Duration) -> Self {
+        self.idle_poll = (min, max);
         self
     }
 

@@ -510,7 +510,9 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
     // The first worker stalls past its lease; the message is rescued and claimed again.
     let later = now + Duration::from_secs(1);
     assert_eq!(
-        b.rescue_expired("conf.mail", Now::At(later)).await.unwrap(),
+        b.rescue_expired(&["conf.mail"], Now::At(later))
+            .await
+            .unwrap(),
         1
     );
     let second = b.claim(&claim("fresh-0", later)).await.unwrap();

@@ -10,6 +10,7 @@ mod cases;
 mod harness;
 #[cfg(feature = "postgres")]
 mod isolation;
+mod many_types;
 mod processes;
 
 /// One test per case for a backend.
@@ -17,7 +18,7 @@ macro_rules! conformance {
     ($backend:ident, $harness:ty, $feature:literal) => {
         #[cfg(feature = $feature)]
         mod $backend {
-            use super::{cases, harness, processes};
+            use super::{cases, harness, many_types, processes};
             type H = $harness;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,6 +52,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn orphans_are_dropped() {
                 cases::orphans_are_dropped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fifty_types_deliver_once_and_a_paused_type_waits() {
+                many_types::fifty_types_deliver_once_and_a_paused_type_waits::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_and_resume() {

@@ -1,5 +1,6 @@
 //! The run lifecycle: validate and prepare, start one supervised worker per registered
-//! type with its layers and the helpers (pause watcher, gauges, pruner), stop them
+//! type with its layers and the helpers (due probe, heartbeat, pause watcher, gauges,
+//! pruner), stop them
 //! gracefully; [`Outbox::run`] and [`Outbox::run_until`] as a daemon, and the pieces
 //! [`Outbox::drain`] reuses.
 
@@ -14,7 +15,10 @@ use crate::{
         rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
     },
     store::{Backend, Retention, UnregisteredType},
-    worker::{supervise, Dispatch, WorkerNames, WorkerSettings},
+    worker::{
+        heartbeat, supervise, watch_due, Dispatch, Hub, IdlePoll, Process, WorkerNames,
+        WorkerSettings,
+    },
     Error,
 };
 
@@ -24,7 +28,8 @@ pub(super) struct Running {
     pub(super) names: WorkerNames,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
-    /// The pause watcher and, with retention, the pruner.
+    /// The due probe, the heartbeat, the pause watcher, the gauges and, with retention,
+    /// the pruner.
     helpers: Vec<JoinHandle<()>>,
 }
 
@@ -94,14 +99,22 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 ));
             }
         }
-        for r in &self.registrations {
-            let rescued = self
-                .backend
-                .rescue_expired(r.queue, self.clock.database_now())
-                .await?;
-            if rescued > 0 {
-                tracing::warn!(message.type = r.queue, rescued, "re-queued messages whose worker's lease expired (a crashed or stopped process)");
-            }
+        let tags: Vec<&str> = self.registrations.iter().map(|r| r.queue).collect();
+        let rescued = self
+            .backend
+            .rescue_expired(&tags, self.clock.database_now())
+            .await?;
+        if rescued > 0 {
+            tracing::warn!(
+                rescued,
+                "re-queued messages whose worker's lease expired (a crashed or stopped process)"
+            );
+        }
+        if self.idle_poll.0.is_zero() || self.idle_poll.0 > self.idle_poll.1 {
+            return Err(Error::Config(format!(
+                "idle_poll needs 0 < min ≤ max (got min {:?}, max {:?})",
+                self.idle_poll.0, self.idle_poll.1
+            )));
         }
         let now = self.clock.database_now();
         for (name, limit) in &self.buckets {
@@ -121,9 +134,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         Ok(self.registrations.iter().map(|r| r.queue).collect())
     }
 
-    /// Starts one supervised worker per registered type, and the pause watcher.
+    /// Starts one supervised worker per registered type, the process's due probe and
+    /// heartbeat, and the pause watcher.
     pub(super) async fn start(&self) -> Running {
         let names = WorkerNames::new();
+        let hub = Hub::new();
         let (stop, stopped) = watch::channel(false);
         // Start paused types paused: read the table once before any worker runs.
         let paused = match self.backend.paused().await {
@@ -160,22 +175,45 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     }),
                 );
                 let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler));
+                let process = Process {
+                    store: self.backend.clone(),
+                    clock: Arc::clone(&self.clock),
+                    hub: Arc::clone(&hub),
+                };
                 tokio::spawn(supervise(
-                    self.backend.clone(),
+                    process,
                     self.settings_of(r),
                     layers,
                     dispatch,
                     names.clone(),
                     stopped.clone(),
-                    Arc::clone(&self.clock),
                 ))
             })
             .collect();
-        let mut helpers = vec![pauses::watch(
-            self.backend.clone(),
-            switches,
-            stopped.clone(),
-        )];
+        let beat_every = self
+            .registrations
+            .iter()
+            .map(|r| self.settings_of(r).heartbeat_interval)
+            .min()
+            .unwrap_or(Duration::from_secs(10));
+        let (min, max) = self.idle_poll;
+        let mut helpers = vec![
+            pauses::watch(self.backend.clone(), switches, stopped.clone()),
+            watch_due(
+                Arc::clone(&hub),
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                IdlePoll::new(min, max),
+                stopped.clone(),
+            ),
+            // Aborted after the workers stopped: it extends leases while they finish.
+            heartbeat(
+                hub,
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                beat_every,
+            ),
+        ];
         if let Some(every) = self.gauge_interval {
             helpers.push(gauges::sample(
                 self.backend.clone(),

@@ -14,8 +14,7 @@ const DEFAULT_BATCH: usize = 100;
 /// How the worker of one message type runs.
 ///
 /// Defaults: concurrency 10, batch 100 (on PostgreSQL and MariaDB growing to 500 while the
-/// handlers outpace the claims), poll every 20 ms when idle (new messages also wake
-/// idle workers: PostgreSQL NOTIFY, or a SQLite commit in the same process), leases
+/// handlers outpace the claims), leases
 /// extended every 10 s and lost after 3 missed heartbeats (their messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
 /// limit.
@@ -23,7 +22,6 @@ const DEFAULT_BATCH: usize = 100;
 pub struct QueueOptions {
     concurrency: usize,
     batch_size: Option<usize>,
-    poll_interval: Duration,
     heartbeat_interval: Duration,
     missed_heartbeats: usize,
     schedule: RetrySchedule,
@@ -36,7 +34,6 @@ impl Default for QueueOptions {
         Self {
             concurrency: 10,
             batch_size: None,
-            poll_interval: Duration::from_millis(20),
             heartbeat_interval: Duration::from_secs(10),
             missed_heartbeats: 3,
             schedule: RetrySchedule::default(),
@@ -76,11 +73,13 @@ impl QueueOptions {
         self
     }
 
-    /// How often an idle worker looks for due messages without a wake-up: the bound on
-    /// pick-up latency for delayed and retried messages (and for new ones where the
-    /// database gives no signal), and one small query per period per type.
-    pub fn poll_interval(mut self, period: Duration) -> Self {
-        self.poll_interval = period;
+    /// No longer has an effect: an idle process looks for due messages of all its types
+    /// in one query, at the pace of [`Outbox::idle_poll`](crate::Outbox::idle_poll).
+    #[deprecated(
+        since = "0.1.0",
+        note = "idle polling is per process now: set it with Outbox::idle_poll"
+    )]
+    pub fn poll_interval(self, _period: Duration) -> Self {
         self
     }
 
@@ -137,9 +136,6 @@ impl QueueOptions {
         if self.batch_size == Some(0) {
             return Err("batch_size must be at least 1".into());
         }
-        if self.poll_interval.is_zero() {
-            return Err("poll_interval must be positive".into());
-        }
         if self.heartbeat_interval < Duration::from_millis(100) {
             return Err("heartbeat_interval must be at least 100 ms".into());
         }
@@ -185,7 +181,6 @@ impl QueueOptions {
                 (None, None) => max_default.max(batch_size),
                 _ => batch_size,
             },
-            poll_interval: self.poll_interval,
             heartbeat_interval: self.heartbeat_interval,
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
             tally: Tally::new(type_tag, Arc::clone(counters)),

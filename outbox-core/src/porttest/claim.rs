@@ -201,7 +201,7 @@ pub async fn claim_counts_attempts_and_claims<H: PortHarness>(h: &H) {
     let (_, when) = claim_one(40, (2, 4)).await;
     // The lease runs out: rescued with the attempt counted.
     let expired = when + LEASE + std::time::Duration::from_millis(1);
-    assert_eq!(b.rescue_expired(t, Now::At(expired)).await.unwrap(), 1);
+    assert_eq!(b.rescue_expired(&[t], Now::At(expired)).await.unwrap(), 1);
     let c = claim(h, t, "w1", 1, expired).await;
     assert_eq!((c[0].attempt, c[0].claim), (3, 5), "(attempt, claim)");
 }

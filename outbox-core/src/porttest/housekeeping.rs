@@ -121,19 +121,18 @@ pub async fn database_clock_runs_the_verbs<H: PortHarness>(h: &H) {
     };
     let c = b.claim(&request).await.unwrap();
     assert_eq!(ids(&c), vec![m.id.clone()]);
-    b.heartbeat(
-        "w1",
-        t,
-        &[crate::store::Held {
-            id: m.id.clone(),
-            claim: 1,
-        }],
-        Now::Database,
-        LEASE,
-    )
-    .await
-    .unwrap();
-    assert_eq!(b.rescue_expired(t, Now::Database).await.unwrap(), 0);
+    let held = [crate::store::Held {
+        id: m.id.clone(),
+        claim: 1,
+    }];
+    let beats = [crate::store::WorkerBeat {
+        owner: "w1",
+        type_tag: t,
+        lease: LEASE,
+        held: &held,
+    }];
+    b.heartbeat(&beats, Now::Database).await.unwrap();
+    assert_eq!(b.rescue_expired(&[t], Now::Database).await.unwrap(), 0);
     let retry = Settle::Retry {
         due: Due::After(Duration::from_secs(3600)),
         error: "later".into(),

@@ -7,11 +7,22 @@ use std::time::Duration;
 use super::{at, claim, counts, ids, insert, message, settlement, PortHarness, LEASE};
 use crate::{
     clock::Now,
-    store::{DeadLetterFilter, DeadLetterStore, Held, QueueStore, Settle},
+    store::{DeadLetterFilter, DeadLetterStore, Held, PauseStore, QueueStore, Settle, WorkerBeat},
 };
 
 /// One millisecond.
 const MS: Duration = Duration::from_millis(1);
+
+/// One worker's heartbeat, for `LEASE`.
+async fn heartbeat<H: PortHarness>(h: &H, owner: &str, t: &str, held: &[Held], now: Now) {
+    let beats = [WorkerBeat {
+        owner,
+        type_tag: t,
+        lease: LEASE,
+        held,
+    }];
+    h.backend().heartbeat(&beats, now).await.unwrap();
+}
 
 /// The messages `claimed` as a heartbeat names them.
 fn held(claimed: &[crate::store::Claimed]) -> Vec<Held> {
@@ -36,19 +47,19 @@ pub async fn lease_expires_after_its_duration<H: PortHarness>(h: &H) {
     assert_eq!(ids(&c), vec![id.clone()]);
 
     let before = start + LEASE - MS;
-    assert_eq!(b.rescue_expired(t, Now::At(before)).await.unwrap(), 0);
+    assert_eq!(b.rescue_expired(&[t], Now::At(before)).await.unwrap(), 0);
     assert!(claim(h, t, "w2", 10, before).await.is_empty(), "still held");
     let after = start + LEASE + MS;
     assert_eq!(
-        b.rescue_expired("port_lease_other", Now::At(after))
+        b.rescue_expired(&["port_lease_other"], Now::At(after))
             .await
             .unwrap(),
         0,
         "a rescue of another type"
     );
-    assert_eq!(b.rescue_expired(t, Now::At(after)).await.unwrap(), 1);
+    assert_eq!(b.rescue_expired(&[t], Now::At(after)).await.unwrap(), 1);
     assert_eq!(
-        b.rescue_expired(t, Now::At(after)).await.unwrap(),
+        b.rescue_expired(&[t], Now::At(after)).await.unwrap(),
         0,
         "rescued once"
     );
@@ -89,18 +100,23 @@ pub async fn heartbeat_extends_the_lease<H: PortHarness>(h: &H) {
     let start = at(1_000);
     let c = claim(h, t, "w1", 10, start).await;
     let beat = start + Duration::from_secs(20);
-    b.heartbeat("w1", t, &held(&c), Now::At(beat), LEASE)
-        .await
-        .unwrap();
+    heartbeat(h, "w1", t, &held(&c), Now::At(beat)).await;
     let old_expiry = start + LEASE + MS;
-    assert_eq!(b.rescue_expired(t, Now::At(old_expiry)).await.unwrap(), 0);
+    assert_eq!(
+        b.rescue_expired(&[t], Now::At(old_expiry)).await.unwrap(),
+        0
+    );
     let new_expiry = beat + LEASE;
     assert_eq!(
-        b.rescue_expired(t, Now::At(new_expiry - MS)).await.unwrap(),
+        b.rescue_expired(&[t], Now::At(new_expiry - MS))
+            .await
+            .unwrap(),
         0
     );
     assert_eq!(
-        b.rescue_expired(t, Now::At(new_expiry + MS)).await.unwrap(),
+        b.rescue_expired(&[t], Now::At(new_expiry + MS))
+            .await
+            .unwrap(),
         1
     );
 }
@@ -120,12 +136,10 @@ pub async fn heartbeat_extends_only_the_owners_claims<H: PortHarness>(h: &H) {
     assert_eq!(ids(&theirs), vec![rows[1].id.clone()]);
     let beat = start + Duration::from_secs(20);
     let both: Vec<_> = held(&mine).into_iter().chain(held(&theirs)).collect();
-    b.heartbeat("w1", t, &both, Now::At(beat), LEASE)
-        .await
-        .unwrap();
+    heartbeat(h, "w1", t, &both, Now::At(beat)).await;
     let expiry = start + LEASE + MS;
     assert_eq!(
-        b.rescue_expired(t, Now::At(expiry)).await.unwrap(),
+        b.rescue_expired(&[t], Now::At(expiry)).await.unwrap(),
         1,
         "only w2's message"
     );
@@ -148,11 +162,9 @@ pub async fn heartbeat_extends_only_the_named_claim<H: PortHarness>(h: &H) {
     let second = claim(h, t, "w1", 1, start).await;
     assert_eq!((first[0].claim, second[0].claim), (1, 2));
     let beat = start + Duration::from_secs(20);
-    b.heartbeat("w1", t, &held(&first), Now::At(beat), LEASE)
-        .await
-        .unwrap();
+    heartbeat(h, "w1", t, &held(&first), Now::At(beat)).await;
     assert_eq!(
-        b.rescue_expired(t, Now::At(start + LEASE + MS))
+        b.rescue_expired(&[t], Now::At(start + LEASE + MS))
             .await
             .unwrap(),
         1,
@@ -168,15 +180,9 @@ pub async fn heartbeat_registers_and_deregister_removes<H: PortHarness>(h: &H) {
     insert(h, &[message(t, 1)]).await;
     let b = h.backend();
     let c = claim(h, t, "w1", 10, at(0)).await;
-    b.heartbeat("w1", t, &held(&c), Now::At(at(10)), LEASE)
-        .await
-        .unwrap();
-    b.heartbeat("w1", t, &held(&c), Now::At(at(20)), LEASE)
-        .await
-        .unwrap();
-    b.heartbeat("w2", t, &[], Now::At(at(20)), LEASE)
-        .await
-        .unwrap();
+    heartbeat(h, "w1", t, &held(&c), Now::At(at(10))).await;
+    heartbeat(h, "w1", t, &held(&c), Now::At(at(20))).await;
+    heartbeat(h, "w2", t, &[], Now::At(at(20))).await;
     assert_eq!(h.workers().await.unwrap(), vec!["w1", "w2"]);
     b.deregister("w1").await.unwrap();
     assert_eq!(h.workers().await.unwrap(), vec!["w2"]);
@@ -185,14 +191,120 @@ pub async fn heartbeat_registers_and_deregister_removes<H: PortHarness>(h: &H) {
     assert_eq!(h.workers().await.unwrap(), vec!["w2"]);
     let before = at(20) + LEASE - MS;
     assert_eq!(
-        b.rescue_expired(t, Now::At(before)).await.unwrap(),
+        b.rescue_expired(&[t], Now::At(before)).await.unwrap(),
         0,
         "the lease is the message's, not the registry's"
     );
     assert_eq!(
-        b.rescue_expired(t, Now::At(at(20) + LEASE + MS))
+        b.rescue_expired(&[t], Now::At(at(20) + LEASE + MS))
             .await
             .unwrap(),
         1
     );
+}
+
+/// One heartbeat serves every worker of a process: each worker's leases are extended by
+/// its own lease and only for its own claims, every worker is registered, and one rescue
+/// covers several types.
+pub async fn one_heartbeat_serves_every_worker<H: PortHarness>(h: &H) {
+    let (t1, t2) = ("port_beat_one", "port_beat_two");
+    insert(h, &[message(t1, 1), message(t2, 2)]).await;
+    let b = h.backend();
+    let start = at(1_000);
+    let c1 = claim(h, t1, "w1", 10, start).await;
+    let c2 = claim(h, t2, "w2", 10, start).await;
+    let (h1, h2) = (held(&c1), held(&c2));
+    let long = LEASE * 2;
+    let beats = [
+        WorkerBeat {
+            owner: "w1",
+            type_tag: t1,
+            lease: LEASE,
+            held: &h1,
+        },
+        WorkerBeat {
+            owner: "w2",
+            type_tag: t2,
+            lease: long,
+            held: &h2,
+        },
+        // A worker naming another's message changes nothing.
+        WorkerBeat {
+            owner: "w3",
+            type_tag: t1,
+            lease: long * 10,
+            held: &h1,
+        },
+    ];
+    let beat_at = start + Duration::from_secs(5);
+    b.heartbeat(&beats, Now::At(beat_at)).await.unwrap();
+    assert_eq!(h.workers().await.unwrap(), vec!["w1", "w2", "w3"]);
+    let both = [t1, t2];
+    assert_eq!(
+        b.rescue_expired(&both, Now::At(beat_at + LEASE - MS))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        b.rescue_expired(&both, Now::At(beat_at + LEASE + MS))
+            .await
+            .unwrap(),
+        1,
+        "w1's message, at w1's lease"
+    );
+    assert_eq!(
+        b.rescue_expired(&both, Now::At(beat_at + long + MS))
+            .await
+            .unwrap(),
+        1,
+        "w2's message, at w2's longer lease"
+    );
+    b.heartbeat(&[], Now::At(beat_at)).await.unwrap();
+}
+
+/// `due_types` names exactly the given types that have a queued message due now and are
+/// not paused: not a type whose messages are all due later, running or unknown.
+pub async fn due_types_names_the_types_with_due_messages<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let now = at(1_000);
+    let later = crate::NewMessage {
+        due: crate::clock::Due::At(at(5_000)),
+        ..message("port_due_later", 3)
+    };
+    insert(
+        h,
+        &[
+            message("port_due_now", 1),
+            message("port_due_paused", 2),
+            later,
+            message("port_due_running", 4),
+        ],
+    )
+    .await;
+    claim(h, "port_due_running", "w1", 10, now).await;
+    b.pause("port_due_paused", "test", Now::At(now))
+        .await
+        .unwrap();
+    let asked = [
+        "port_due_now",
+        "port_due_paused",
+        "port_due_later",
+        "port_due_running",
+        "port_due_unknown",
+    ];
+    let mut due = b.due_types(&asked, Now::At(now)).await.unwrap();
+    due.sort();
+    assert_eq!(due, vec!["port_due_now"]);
+    let mut due = b.due_types(&asked, Now::At(at(5_000))).await.unwrap();
+    due.sort();
+    assert_eq!(due, vec!["port_due_later", "port_due_now"]);
+    assert!(b.due_types(&[], Now::At(now)).await.unwrap().is_empty());
+    // Asked again and again, as an idle process does (a prepared statement re-executed),
+    // the answer stays.
+    for _ in 0..20 {
+        let mut due = b.due_types(&asked, Now::At(at(5_000))).await.unwrap();
+        due.sort();
+        assert_eq!(due, vec!["port_due_later", "port_due_now"]);
+    }
 }

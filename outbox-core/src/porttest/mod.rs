@@ -115,6 +115,8 @@ macro_rules! port_suite {
             lease::heartbeat_extends_only_the_owners_claims,
             lease::heartbeat_extends_only_the_named_claim,
             lease::heartbeat_registers_and_deregister_removes,
+            lease::one_heartbeat_serves_every_worker,
+            lease::due_types_names_the_types_with_due_messages,
             prune::prune_deletes_only_done_rows_older_than_the_window,
             prune::prune_limit_bounds_one_call,
             bucket::new_bucket_is_full_then_waits,

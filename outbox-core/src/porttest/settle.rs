@@ -111,7 +111,10 @@ pub async fn done_with_keep_keeps_a_done_row<H: PortHarness>(h: &H) {
         (0, 0, 0, 0, 1, 0)
     );
     let much_later = at(10) + LEASE * 10;
-    assert_eq!(b.rescue_expired(t, Now::At(much_later)).await.unwrap(), 0);
+    assert_eq!(
+        b.rescue_expired(&[t], Now::At(much_later)).await.unwrap(),
+        0
+    );
     assert!(claim(h, t, "w1", 10, much_later).await.is_empty());
     let again = NewMessage {
         idempotency_key: Some("k1".into()),
@@ -346,7 +349,7 @@ pub async fn stale_claims_are_fenced<H: PortHarness>(h: &H) {
     let old = claim(h, t, "w1", 10, at(0)).await;
     assert_eq!(old.len(), 5);
     let expired = at(0) + LEASE + Duration::from_millis(1);
-    assert_eq!(b.rescue_expired(t, Now::At(expired)).await.unwrap(), 5);
+    assert_eq!(b.rescue_expired(&[t], Now::At(expired)).await.unwrap(), 5);
     let new = claim(h, t, "w2", 10, expired).await;
     assert_eq!(ids(&new), ids(&old));
     assert!(new.iter().all(|c| c.claim == 2));

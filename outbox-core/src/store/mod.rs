@@ -35,7 +35,7 @@ pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
-pub use queue::{ClaimRequest, Claimed, Held, Retention, Settle, Settled, Settlement};
+pub use queue::{ClaimRequest, Claimed, Held, Retention, Settle, Settled, Settlement, WorkerBeat};
 pub use wake::Wakeups;
 
 use crate::Error;
@@ -94,29 +94,36 @@ pub trait QueueStore: Send + Sync + 'static {
         now: Now,
     ) -> BoxFuture<'a, Result<Settled, Error>>;
 
-    /// Records that worker `owner` (of `type_tag`) is alive and extends the leases of the
-    /// messages it holds to `lease` from `now`, each only while it holds the claim named
-    /// ([`Held::claim`]).
+    /// Records that the workers of `beats` are alive (registering them if new) and extends
+    /// the leases of the messages each holds to its lease from `now`, each only while that
+    /// worker holds the claim named ([`Held::claim`]). One process sends one heartbeat for
+    /// all its workers: a fixed number of statements however many types it runs.
     fn heartbeat<'a>(
         &'a self,
-        owner: &'a str,
-        type_tag: &'a str,
-        held: &'a [Held],
+        beats: &'a [WorkerBeat<'a>],
         now: Now,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<(), Error>>;
 
     /// Removes worker `owner` from the registry (a clean stop).
     fn deregister<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<(), Error>>;
 
-    /// Puts the running messages of `type_tag` whose lease expired before `now` back in
+    /// Puts the running messages of `type_tags` whose lease expired before `now` back in
     /// the queue, keeping their due time and so their place in line (their worker crashed
     /// or stalled; the attempt stays counted and joins the attempt log); returns how many.
+    /// One statement for every type.
     fn rescue_expired<'a>(
         &'a self,
-        type_tag: &'a str,
+        type_tags: &'a [&'a str],
         now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// Which of `type_tags` are not paused and have a queued message due at `now`: how an
+    /// idle process learns, in one statement, which of its types to claim for.
+    fn due_types<'a>(
+        &'a self,
+        type_tags: &'a [&'a str],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<String>, Error>>;
 
     /// Deletes up to `limit` done rows (kept for retention) that finished more than
     /// `window` before `now`.

@@ -62,6 +62,20 @@ pub struct Held {
     pub claim: u32,
 }
 
+/// One worker's part of a process's heartbeat: the worker, its type, how long its leases
+/// last, and the messages it holds.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerBeat<'a> {
+    /// The worker (the lease owner).
+    pub owner: &'a str,
+    /// The type it works on (for the worker registry).
+    pub type_tag: &'a str,
+    /// How long after the heartbeat its leases last.
+    pub lease: Duration,
+    /// The messages it holds, each under the claim named.
+    pub held: &'a [Held],
+}
+
 /// How a claimed message ends its attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Settle {

@@ -12,10 +12,10 @@
 //!   whatever has accumulated in one transaction while the claims go on; a settlement
 //!   applies only while the message is still leased to this worker under its claim (the
 //!   claim count, which a snooze or release never gives back, unlike the attempt).
-//! * **Heartbeats** every `heartbeat_interval` extend the leases of everything the worker
-//!   holds and rescue the messages of workers whose leases expired.
-//! * **Wake-ups**: an idle worker claims again when its backend signals a commit of its
-//!   type (PostgreSQL NOTIFY, a SQLite commit in this process) or at its poll tick.
+//! * **Heartbeats** are the process's ([`super::hub`]): one for all its workers.
+//! * **Wake-ups**: a claim that finds nothing leaves the worker idle, without polling,
+//!   until its backend signals a commit of its type (PostgreSQL NOTIFY, a SQLite commit in
+//!   this process) or the process's due probe finds its type due.
 //!
 //! Failure modes: a claim that fails is logged and tried again after a growing pause (the
 //! worker does not die); settlements that cannot be written are kept and retried, and if
@@ -24,7 +24,7 @@
 use std::{
     collections::{HashMap, VecDeque},
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
     },
     task::{Context, Poll},
@@ -42,13 +42,20 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::{claim_size::ClaimSize, settle::SettleLayer, shared::Shared, WorkerSettings};
+use super::{
+    claim_size::ClaimSize,
+    hub::{Hub, Process},
+    settle::SettleLayer,
+    shared::Shared,
+    WorkerSettings,
+};
 use crate::{
-    clock::Clock,
     store::{Backend, ClaimRequest, Claimed, Settlement},
     Error,
 };
 
+/// First pause before claiming again after a database error.
+const MIN_CLAIM_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between claims after database errors.
 const MAX_CLAIM_BACKOFF: Duration = Duration::from_secs(5);
 /// Most settlements written in one transaction.
@@ -62,20 +69,20 @@ const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
 /// The apalis backend of one worker.
 pub(crate) struct Engine<B: Backend> {
     shared: Arc<Shared<B>>,
-    wake: Arc<Notify>,
     claim: Option<BoxFuture<'static, Result<Vec<Claimed>, Error>>>,
     /// How many messages the running claim asked for.
     claim_limit: usize,
     /// How many to claim at a time.
     size: ClaimSize,
-    /// Waiting for a wake-up or the tick before the next claim.
+    /// Waiting for a wake-up (or, after an error, a pause) before the next claim.
     idle: Option<BoxFuture<'static, ()>>,
+    hub: Arc<Hub<B>>,
     backoff: Duration,
     background: Background,
     closing: Option<BoxFuture<'static, ()>>,
 }
 
-/// The flusher and heartbeat tasks, aborted if the worker is dropped without closing.
+/// The flusher task, aborted if the worker is dropped without closing.
 struct Background(Vec<JoinHandle<()>>);
 
 impl Drop for Background {
@@ -85,8 +92,10 @@ impl Drop for Background {
 }
 
 impl<B: Backend> Engine<B> {
-    /// An engine over `store`; starts its flusher and heartbeat tasks.
-    pub(crate) fn start(store: B, settings: WorkerSettings, clock: Arc<dyn Clock>) -> Self {
+    /// An engine over the process's store, one of the workers of its hub; starts its
+    /// flusher.
+    pub(crate) fn start(process: Process<B>, settings: WorkerSettings) -> Self {
+        let Process { store, clock, hub } = process;
         let (settle_tx, settle_rx) = mpsc::unbounded_channel();
         let wake = store.wakeups().subscribe(settings.type_tag);
         let size = ClaimSize::new(settings.batch_size, settings.max_batch_size);
@@ -100,18 +109,21 @@ impl<B: Backend> Engine<B> {
             running: AtomicUsize::new(0),
             unwritten: AtomicUsize::new(0),
             settle_tx,
+            wake,
+            idle: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         });
+        hub.join(&shared);
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
-        let heartbeat = tokio::spawn(heartbeat(Arc::clone(&shared), Arc::clone(&wake)));
         Self {
             shared,
-            wake,
+            hub,
             claim: None,
             claim_limit: 0,
             size,
             idle: None,
             backoff: Duration::ZERO,
-            background: Background(vec![flusher, heartbeat]),
+            background: Background(vec![flusher]),
             closing: None,
         }
     }
@@ -172,9 +184,13 @@ impl<B: Backend> Engine<B> {
                 let full = claimed.len() >= self.claim_limit;
                 let bytes = claimed.iter().map(|c| c.payload.len()).sum();
                 self.claim_done(full, bytes);
-                if !full {
-                    // Nothing more is due now: wait for a wake-up or the tick.
-                    self.arm_idle(self.shared.settings.poll_interval, true);
+                if claimed.is_empty() {
+                    // Nothing is due: wait for a wake-up (a commit signal, or the
+                    // process's due probe). A partial claim claims again (other workers
+                    // may hold the rest), so a backlog never waits for the probe.
+                    self.arm_wake();
+                } else {
+                    self.hub.worked();
                 }
                 let now = Instant::now();
                 let mut buffer = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,7 +199,7 @@ impl<B: Backend> Engine<B> {
             Err(e) => {
                 self.claim_done(false, 0);
                 self.backoff = (self.backoff * 2)
-                    .max(self.shared.settings.poll_interval)
+                    .max(MIN_CLAIM_BACKOFF)
                     .min(MAX_CLAIM_BACKOFF);
                 tracing::warn!(
                     message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
@@ -191,7 +207,8 @@ impl<B: Backend> Engine<B> {
                 );
                 // A wake-up does not cut the pause short: new messages do not mend the
                 // database.
-                self.arm_idle(self.backoff, false);
+                let pause = self.backoff;
+                self.idle = Some(Box::pin(tokio::time::sleep(pause)));
             }
         }
         true
@@ -209,18 +226,13 @@ impl<B: Backend> Engine<B> {
         }
     }
 
-    /// Waits `wait` before the next claim, or until a wake-up if `wakeable`.
-    fn arm_idle(&mut self, wait: Duration, wakeable: bool) {
-        let wake = Arc::clone(&self.wake);
+    /// Waits for a wake-up before the next claim, marked idle for the process's due probe.
+    fn arm_wake(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        shared.idle.store(true, Ordering::SeqCst);
         self.idle = Some(Box::pin(async move {
-            if wakeable {
-                tokio::select! {
-                    _ = wake.notified() => {}
-                    _ = tokio::time::sleep(wait) => {}
-                }
-            } else {
-                tokio::time::sleep(wait).await;
-            }
+            shared.wake.notified().await;
+            shared.idle.store(false, Ordering::SeqCst);
         }));
     }
 
@@ -311,6 +323,7 @@ impl<B: Backend> ApalisBackend for Engine<B> {
                     }
                     let _ = tokio::time::timeout(Duration::from_millis(50), settled).await;
                 }
+                shared.closed.store(true, Ordering::SeqCst);
                 if let Err(e) = shared.store.deregister(&shared.settings.owner).await {
                     tracing::debug!(error = %e, "cannot remove the worker from the registry");
                 }
@@ -438,47 +451,6 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
             }
-        }
-    }
-}
-
-/// Extends leases, rescues expired ones and releases stale buffered messages, every
-/// heartbeat interval.
-async fn heartbeat<B: Backend>(shared: Arc<Shared<B>>, wake: Arc<Notify>) {
-    let s = shared.settings.clone();
-    let mut tick = tokio::time::interval(s.heartbeat_interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = shared.clock.database_now();
-        let held = shared.held_snapshot();
-        if let Err(e) = shared
-            .store
-            .heartbeat(&s.owner, s.type_tag, &held, now, s.lease)
-            .await
-        {
-            tracing::warn!(worker = %s.owner, error = %e, "cannot extend leases; held messages may be taken over");
-        }
-        match shared.store.rescue_expired(s.type_tag, now).await {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::warn!(message.type = s.type_tag, rescued = n, "re-queued messages whose worker's lease expired");
-                wake.notify_one();
-            }
-            Err(e) => {
-                tracing::warn!(message.type = s.type_tag, error = %e, "cannot rescue expired leases")
-            }
-        }
-        // (Right after the host booted there is no instant half a lease ago: nothing is stale.)
-        let released = match Instant::now().checked_sub(s.lease / 2) {
-            Some(limit) => shared.release_buffered(Some(limit)),
-            None => 0,
-        };
-        if released > 0 {
-            tracing::info!(
-                message.type = s.type_tag, released,
-                "gave back claimed messages that waited half their lease without starting"
-            );
         }
     }
 }

@@ -1,9 +1,11 @@
 //! Workers: one apalis worker per registered message type, over the shared engine,
-//! supervised and restarted.
+//! supervised and restarted; the process's due probe and heartbeat serve them all.
 
 mod claim_size;
 mod dispatch;
 mod engine;
+mod hub;
+mod idle_poll;
 mod names;
 mod runner;
 mod settings;
@@ -13,6 +15,8 @@ mod supervisor;
 
 pub(crate) use crate::counters::Counters;
 pub(crate) use dispatch::{Dispatch, ErasedHandler, TypedHandler};
+pub(crate) use hub::{heartbeat, watch_due, Hub, Process};
+pub(crate) use idle_poll::IdlePoll;
 pub(crate) use names::WorkerNames;
 pub(crate) use settings::WorkerSettings;
 pub(crate) use supervisor::supervise;

@@ -19,8 +19,6 @@ pub(crate) struct WorkerSettings {
     /// The most a claim grows to while the handlers outpace the claims (at least
     /// `batch_size`; equal to it, the batch never grows; see `ClaimSize`).
     pub(crate) max_batch_size: usize,
-    /// How long an idle worker waits before claiming again without a wake-up.
-    pub(crate) poll_interval: Duration,
     /// How often leases are extended and expired ones rescued.
     pub(crate) heartbeat_interval: Duration,
     /// How long a claim or a heartbeat holds a message unless extended

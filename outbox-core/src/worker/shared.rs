@@ -1,12 +1,12 @@
-//! What one worker's parts share: its settings, the claimed messages it holds and the
-//! channel to its flusher. The engine (claims, flusher, heartbeat) and the settle layer
-//! both use it; neither imports the other.
+//! What one worker's parts share: its settings, the claimed messages it holds, the
+//! channel to its flusher and its wake-up. The engine (claims, flusher), the settle layer
+//! and the process's loops (due probe, heartbeat) use it; none imports another.
 
 use std::{
     collections::{HashMap, VecDeque},
     sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex,
     },
     time::Instant,
 };
@@ -20,12 +20,13 @@ use crate::{
     MessageId,
 };
 
-/// State shared by the worker's stream, its flusher, its heartbeat and its settle layer.
+/// State shared by the worker's stream, its flusher, its settle layer and the process's
+/// due probe and heartbeat.
 pub(crate) struct Shared<B> {
     pub(crate) store: B,
     pub(crate) settings: WorkerSettings,
     /// The time claims, settlements, heartbeats and rescue run at.
-    pub(crate) clock: std::sync::Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// Claimed, not yet started, with when they were claimed.
     pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
     /// Every message claimed and not yet taken by the flusher, by id → claim: the leases
@@ -38,6 +39,14 @@ pub(crate) struct Shared<B> {
     /// Settlements sent to the flusher and not yet written (a clean stop waits for them).
     pub(super) unwritten: AtomicUsize,
     pub(super) settle_tx: mpsc::UnboundedSender<Settlement>,
+    /// Woken when messages of its type may be due (a commit signal, the process's due
+    /// probe, a rescue).
+    pub(super) wake: Arc<Notify>,
+    /// Waiting for a wake-up after a claim found nothing: the process's due probe asks
+    /// about this type.
+    pub(super) idle: AtomicBool,
+    /// Closing or closed: the process heartbeat leaves it out (it deregistered).
+    pub(super) closed: AtomicBool,
 }
 
 impl<B: Backend> Shared<B> {

@@ -2,17 +2,14 @@
 //! every guard) is started again under a fresh name after a growing pause, until shutdown
 //! is requested. Database errors do not end a worker: the engine retries them.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use apalis_core::worker::context::WorkerContext;
 use futures::FutureExt;
 use tokio::sync::watch;
 
-use super::{runner::run_worker, Dispatch, WorkerNames, WorkerSettings};
-use crate::{clock::Clock, layers::OutboxLayers, store::Backend};
+use super::{hub::Process, runner::run_worker, Dispatch, WorkerNames, WorkerSettings};
+use crate::{layers::OutboxLayers, store::Backend};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -24,13 +21,12 @@ const HEALTHY_RUN: Duration = Duration::from_secs(60);
 /// Runs workers for one queue until `shutdown` turns true, then stops the current worker
 /// gracefully (in-flight handlers finish, claimed but unstarted messages go back).
 pub(crate) async fn supervise<B: Backend>(
-    backend: B,
+    process: Process<B>,
     settings: WorkerSettings,
     layers: OutboxLayers,
     service: Dispatch,
     names: WorkerNames,
     mut shutdown: watch::Receiver<bool>,
-    clock: Arc<dyn Clock>,
 ) {
     let mut pause = FIRST_PAUSE;
     for restart in 0.. {
@@ -43,12 +39,11 @@ pub(crate) async fn supervise<B: Backend>(
         // A panic anywhere in the worker (a user's Deserialize, an orphan check) ends this
         // worker like a backend error would, and it is restarted.
         let worker_run = Box::pin(run_worker(
-            backend.clone(),
+            process.clone(),
             ctx.clone(),
             settings.clone().owned_by(name.clone()),
             layers.clone(),
             service.clone(),
-            Arc::clone(&clock),
         ));
         let mut run = std::panic::AssertUnwindSafe(worker_run)
             .catch_unwind()

@@ -86,6 +86,7 @@ static QUERIES: Queries = Queries {
     worker_delete: include_str!("queries/worker_delete.sql"),
     extend_leases: include_str!("queries/extend_leases.sql"),
     rescue_expired: include_str!("queries/rescue_expired.sql"),
+    due_types: include_str!("queries/due_types.sql"),
     prune_done: include_str!("queries/prune_done.sql"),
     count_unfinished: include_str!("queries/count_unfinished.sql"),
     unregistered_pending: include_str!("queries/unregistered_pending.sql"),

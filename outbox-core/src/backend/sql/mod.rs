@@ -20,13 +20,13 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
-use self::rows::{filter_args, fold_counts, held_json, json, millis_ceil, SettlementGroups};
+use self::rows::{beat_json, filter_args, fold_counts, json, millis_ceil, SettlementGroups};
 use crate::{
     clock::{unix_millis, Now},
     store::{
-        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Held,
+        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore,
         PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued, Settled,
-        Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType,
+        Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
     },
     Error,
 };
@@ -162,6 +162,8 @@ pub struct Queries {
     pub extend_leases: &'static str,
     /// Requeues messages whose lease expired.
     pub rescue_expired: &'static str,
+    /// Which types have a due message.
+    pub due_types: &'static str,
     /// Deletes old done rows.
     pub prune_done: &'static str,
     /// Whether a drain has anything left.
@@ -378,26 +380,21 @@ impl<D: Dialect> QueueStore for D {
 
     fn heartbeat<'a>(
         &'a self,
-        owner: &'a str,
-        type_tag: &'a str,
-        held: &'a [Held],
+        beats: &'a [WorkerBeat<'a>],
         now: Now,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
+            if beats.is_empty() {
+                return Ok(());
+            }
             let q = self.queries();
             let now = self.now_ms(now);
+            let (workers, leases) = beat_json(beats)?;
             // The registry is for operators; the leases come first.
-            let args = [Arg::Text(owner), Arg::Text(type_tag), Arg::OptInt(now)];
+            let args = [Arg::OptInt(now), Arg::Text(&workers)];
             let registered = self.execute(None, q.worker_heartbeat, &args).await;
-            if !held.is_empty() {
-                let rows = held_json(held)?;
-                let args = [
-                    Arg::Text(owner),
-                    Arg::OptInt(now),
-                    Arg::Int(millis_ceil(lease)),
-                    Arg::Text(&rows),
-                ];
+            if let Some(leases) = leases {
+                let args = [Arg::OptInt(now), Arg::Text(&leases)];
                 write(self, &[(q.extend_leases, &args)]).await?;
             }
             registered.map(drop).map_err(Error::from)
@@ -415,13 +412,34 @@ impl<D: Dialect> QueueStore for D {
 
     fn rescue_expired<'a>(
         &'a self,
-        type_tag: &'a str,
+        type_tags: &'a [&'a str],
         now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let args = [Arg::Text(type_tag), Arg::OptInt(self.now_ms(now))];
+            if type_tags.is_empty() {
+                return Ok(0);
+            }
+            let tags = json(type_tags)?;
+            let args = [Arg::Text(&tags), Arg::OptInt(self.now_ms(now))];
             let changed = write(self, &[(self.queries().rescue_expired, &args)]).await?;
             Ok(changed[0])
+        })
+    }
+
+    fn due_types<'a>(
+        &'a self,
+        type_tags: &'a [&'a str],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<String>, Error>> {
+        Box::pin(async move {
+            if type_tags.is_empty() {
+                return Ok(Vec::new());
+            }
+            let tags = json(type_tags)?;
+            let args = [Arg::Text(&tags), Arg::OptInt(self.now_ms(now))];
+            let rows = self.fetch(None, self.queries().due_types, &args).await?;
+            let due = rows.iter().map(|r| r.text(0));
+            Ok(due.collect::<Result<_, sqlx::Error>>()?)
         })
     }
 

@@ -11,8 +11,8 @@ use super::{Arg, SqlRow};
 use crate::{
     clock::{from_unix_millis, unix_millis, unix_millis_ceil},
     store::{
-        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, Held, Settle, Settlement,
-        TypeCounts,
+        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, Settle, Settlement, TypeCounts,
+        WorkerBeat,
     },
     MessageId,
 };
@@ -130,10 +130,50 @@ impl SettlementGroups {
     }
 }
 
-/// The held messages as the lease statement's JSON parameter.
-pub(crate) fn held_json(held: &[Held]) -> Result<String, sqlx::Error> {
-    let rows: Vec<Row<'_>> = held.iter().map(|h| Row::of(&h.id, 0, h.claim)).collect();
-    json(&rows)
+/// A worker as the registry statement reads it from its JSON parameter.
+#[derive(Serialize)]
+struct BeatWorker<'a> {
+    name: &'a str,
+    type_tag: &'a str,
+}
+
+/// A held message as the lease statement reads it from its JSON parameter.
+#[derive(Serialize)]
+struct BeatLease<'a> {
+    id: &'a str,
+    claim: u32,
+    owner: &'a str,
+    /// The worker's lease (ms).
+    lease: i64,
+}
+
+/// A process's heartbeat as the JSON parameters of its two statements: the workers, and
+/// the held messages (`None` when no worker holds any).
+pub(crate) fn beat_json(beats: &[WorkerBeat<'_>]) -> Result<(String, Option<String>), sqlx::Error> {
+    let workers: Vec<BeatWorker<'_>> = beats
+        .iter()
+        .map(|b| BeatWorker {
+            name: b.owner,
+            type_tag: b.type_tag,
+        })
+        .collect();
+    let leases: Vec<BeatLease<'_>> = beats
+        .iter()
+        .flat_map(|b| {
+            b.held.iter().map(move |h| BeatLease {
+                id: h.id.as_str(),
+                claim: h.claim,
+                owner: b.owner,
+                lease: millis_ceil(b.lease),
+            })
+        })
+        .collect();
+    let leases = if leases.is_empty() {
+        None
+    } else {
+        Some(json(&leases)?)
+    };
+    Ok((json(&workers)?, leases))
 }
 
 /// The three optional dead-letter filter parameters, in every filter statement's order:

@@ -1,5 +1,7 @@
--- Extends the leases of the messages worker $1 holds, each only for the claim it names, to $3 ms after $2 (now, unix ms; NULL:
--- the database's clock). $4 JSON [{"id","claim"}]
-UPDATE outbox_messages AS m SET lease_expires_at = (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)) + $3
-FROM jsonb_to_recordset($4::jsonb) AS r(id text, claim integer)
-WHERE m.id = ANY(ARRAY(SELECT jsonb_array_elements($4::jsonb) ->> 'id')) AND m.id = r.id AND m.claims = r.claim AND m.lease_owner = $1 AND m.status = 'running'
+-- Extends the leases of the messages a process's workers hold, each only while its worker
+-- holds the claim it names, to its lease (ms) after $1 (now, unix ms; NULL: the database's
+-- clock). $2 JSON [{"id","claim","owner","lease"}]
+UPDATE outbox_messages AS m SET lease_expires_at = (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint)) + r.lease
+FROM jsonb_to_recordset($2::jsonb) AS r(id text, claim integer, owner text, lease bigint)
+WHERE m.id = ANY(ARRAY(SELECT jsonb_array_elements($2::jsonb) ->> 'id')) AND m.id = r.id AND m.claims = r.claim
+  AND m.lease_owner = r.owner AND m.status = 'running'

@@ -1,5 +1,11 @@
--- Extends the leases of the messages worker ?1 holds, each only for the claim it names, to ?3 ms after ?2 (now, unix ms).
--- ?4 JSON [{"id","claim"}]
-UPDATE outbox_messages SET lease_expires_at = ?2 + ?3
-WHERE (id, claims) IN (SELECT j.value ->> 'id', j.value ->> 'claim' FROM json_each(?4) AS j)
-  AND lease_owner = ?1 AND status = 'running'
+-- Extends the leases of the messages a process's workers hold, each only while its worker
+-- holds the claim it names, to its lease (ms) after ?1 (now, unix ms).
+-- ?2 JSON [{"id","claim","owner","lease"}]
+UPDATE outbox_messages SET lease_expires_at = ?1 + r.lease
+FROM (
+    SELECT j.value ->> 'id' AS id, j.value ->> 'claim' AS claim, j.value ->> 'owner' AS owner,
+           j.value ->> 'lease' AS lease
+    FROM json_each(?2) AS j
+) AS r
+WHERE outbox_messages.id = r.id AND outbox_messages.claims = r.claim
+  AND outbox_messages.lease_owner = r.owner AND outbox_messages.status = 'running'

@@ -1,4 +1,4 @@
--- Puts running messages of type ?1 whose lease expired before ?2 (unix ms) back in the
+-- Puts running messages of the types in ?1 (JSON array of tags) whose lease expired before ?2 (unix ms) back in the
 -- queue, keeping their due time (their place in line); the attempt stays counted and its
 -- end joins the attempt log.
 UPDATE outbox_messages
@@ -9,4 +9,4 @@ SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
              THEN json_remove(attempt_log, '$[0]') ELSE COALESCE(attempt_log, '[]') END,
         '$[#]', json_object('attempt', attempts, 'at', ?2, 'error',
             'the worker holding attempt ' || attempts || ' stopped renewing its lease (crash or stall)'))
-WHERE status = 'running' AND type_tag = ?1 AND lease_expires_at < ?2
+WHERE status = 'running' AND type_tag IN (SELECT value FROM json_each(?1)) AND lease_expires_at < ?2

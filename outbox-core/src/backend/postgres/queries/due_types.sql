@@ -1,0 +1,10 @@
+-- Which of the types in $1 (JSON array of tags) are not paused and have a queued message due
+-- at $2 (now, unix ms; NULL: the database's clock): one probe of the claim index per type,
+-- stopping at the first due message, so an idle process asks about all its types at once.
+SELECT t.tag
+FROM jsonb_array_elements_text($1::jsonb) AS t(tag)
+WHERE NOT EXISTS (SELECT 1 FROM outbox_paused AS p WHERE p.type_tag = t.tag)
+  AND EXISTS (
+    SELECT 1 FROM outbox_messages AS m
+    WHERE m.type_tag = t.tag AND m.status = 'queued' AND m.due_at <= (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint))
+  )
