@@ -438,3 +438,118 @@ impl Db {
         }
     }
 }
+
+/// What a database server saw from the bench's database, counted from a connection of the
+/// meter's own: PostgreSQL's transactions, MariaDB's statements. SQLite has no server, so
+/// nothing to count.
+pub enum Meter {
+    /// SQLite: no counter.
+    None,
+    /// `xact_commit + xact_rollback` of the bench's database in `pg_stat_database`, read
+    /// over a connection to the admin database, so the reads are not counted. Backends
+    /// flush their counts lazily (at most once a second while busy), so a reading can lag
+    /// by a second.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgConnection, String),
+    /// The server's `Questions` (statements from clients, of every database: other
+    /// clients count too, see [`Meter::others`]), and the bench database's name.
+    #[cfg(feature = "mysql")]
+    Mysql(sqlx::MySqlConnection, String),
+}
+
+impl Db {
+    /// A meter of this database's transactions or statements (see [`Meter`]).
+    pub async fn meter(&self) -> Meter {
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        use sqlx::Connection;
+        match self {
+            Db::Sqlite(..) => Meter::None,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_, name) => Meter::Postgres(
+                sqlx::PgConnection::connect(&admin_url(Kind::Postgres))
+                    .await
+                    .expect("PostgreSQL unreachable"),
+                name.clone(),
+            ),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(_, name) => Meter::Mysql(
+                sqlx::MySqlConnection::connect(&admin_url(Kind::Mysql))
+                    .await
+                    .expect("MariaDB/MySQL unreachable"),
+                name.clone(),
+            ),
+        }
+    }
+}
+
+impl Meter {
+    /// The counter now; `None` on SQLite.
+    pub async fn read(&mut self) -> Option<u64> {
+        match self {
+            Meter::None => None,
+            #[cfg(feature = "postgres")]
+            Meter::Postgres(c, name) => {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database WHERE datname = $1",
+                )
+                .bind(&*name)
+                .fetch_one(&mut *c)
+                .await
+                .unwrap();
+                Some(n as u64)
+            }
+            #[cfg(feature = "mysql")]
+            Meter::Mysql(c, _) => {
+                let n: String = sqlx::query_scalar(
+                    "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                     WHERE VARIABLE_NAME = 'QUESTIONS'",
+                )
+                .fetch_one(&mut *c)
+                .await
+                .unwrap();
+                Some(n.parse().expect("Questions is a number"))
+            }
+        }
+    }
+
+    /// How much of the difference between two successive readings is the meter's own:
+    /// on MariaDB each reading counts itself, so the later one is in the difference; on
+    /// PostgreSQL the readings are made in another database.
+    pub fn own_per_interval(&self) -> u64 {
+        match self {
+            #[cfg(feature = "mysql")]
+            Meter::Mysql(..) => 1,
+            _ => 0,
+        }
+    }
+
+    /// The unit of the counter, per second.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "postgres")]
+            Meter::Postgres(..) => "xact/s",
+            _ => "stmt/s",
+        }
+    }
+
+    /// Client connections to other databases, on servers where the counter is global
+    /// (MariaDB): what they run is counted too. Call it outside the measured interval.
+    pub async fn others(&mut self) -> u64 {
+        match self {
+            #[cfg(feature = "mysql")]
+            Meter::Mysql(c, name) => {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE ID <> CONNECTION_ID() AND USER <> 'system user' \
+                     AND COMMAND <> 'Daemon' AND (DB IS NULL OR DB <> ?)",
+                )
+                .bind(&*name)
+                .fetch_one(&mut *c)
+                .await
+                .unwrap();
+                n as u64
+            }
+            _ => 0,
+        }
+    }
+}

@@ -7,12 +7,15 @@
 //! ```
 //!
 //! Workloads: enqueue, fanout, drain (N = 5,000 and 200,000, plus the raw
-//! SQL floor), latency, email, ratelimit, memory. Each figure is the median of `--runs`
-//! runs, each on a fresh database. Method and results: BENCHMARKS.md.
+//! SQL floor), latency, email, ratelimit, memory, idle (K = 1 and 50 registered types),
+//! manytypes (50 types' backlogs against one type's), multiproc (1, 2 and 4 worker
+//! processes). Each figure is the median of `--runs` runs, each on a fresh database.
+//! Method and results: BENCHMARKS.md.
 
 mod db;
 #[cfg(feature = "smtp")]
 mod email;
+mod many;
 mod pools;
 mod workloads;
 
@@ -75,7 +78,7 @@ struct Args {
     json: Option<String>,
 }
 
-const ALL: [&str; 8] = [
+const ALL: [&str; 11] = [
     "enqueue",
     "fanout",
     "drain",
@@ -84,6 +87,9 @@ const ALL: [&str; 8] = [
     "email",
     "ratelimit",
     "memory",
+    "idle",
+    "manytypes",
+    "multiproc",
 ];
 
 fn parse_args() -> Result<Args, String> {
@@ -151,6 +157,10 @@ fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
         }
         ("ratelimit.utilisation", _) => at_least(95.0),
         ("memory.peak_rss", _) => at_most(50.0),
+        ("idle.cpu", _) => at_most(1.0),
+        ("idle.statements", Kind::Postgres | Kind::Mysql) => at_most(10.0),
+        ("manytypes", _) => ratio_at_least(0.9),
+        ("multiproc.p2" | "multiproc.p4", Kind::Postgres | Kind::Mysql) => ratio_at_least(0.9),
         _ => None,
     }
 }
@@ -169,6 +179,7 @@ async fn run_once(kind: Kind, workload: &str, n: Option<u64>) -> Vec<Figure> {
     figures
 }
 
+/// Runs one workload, or one part of one (a baseline, one setting), on `pool`.
 async fn run_on<P: pools::BenchPool>(
     pool: &P,
     db: &Db,
@@ -189,6 +200,12 @@ async fn run_on<P: pools::BenchPool>(
         "latency" => workloads::latency(pool, n.unwrap_or(200), 20.0).await,
         "ratelimit" => workloads::ratelimit(pool, 100.0, 10, 30.0).await,
         "memory" => workloads::memory(pool, db, n.unwrap_or(200_000)).await,
+        "idle" => workloads::idle(pool, db, n.unwrap_or(1) as usize).await,
+        "manytypes" => workloads::manytypes(pool, n.unwrap_or(100_000)).await,
+        "manytypes.one_type" => workloads::manytypes_one_type(pool, n.unwrap_or(100_000)).await,
+        "multiproc.p1" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 1).await,
+        "multiproc.p2" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 2).await,
+        "multiproc.p4" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 4).await,
         #[cfg(feature = "smtp")]
         "email" => {
             if !email::sink_is_up().await {
@@ -265,6 +282,25 @@ fn machine() -> String {
     )
 }
 
+/// The worker processes of the `multiproc` workload: `--drain-worker BACKEND URL` drains
+/// what it can of the backlog at URL beside its siblings and prints `delivered=…`.
+async fn drain_worker(args: &[String]) {
+    let [kind, url] = args else {
+        panic!("usage: bench --drain-worker BACKEND URL");
+    };
+    match Kind::parse(kind).expect("backend") {
+        Kind::Sqlite => workloads::drain_worker(&outbox::sqlite::connect(url).await.unwrap()).await,
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => {
+            workloads::drain_worker(&outbox::postgres::connect(url).await.unwrap()).await
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => workloads::drain_worker(&outbox::mysql::connect(url).await.unwrap()).await,
+        #[allow(unreachable_patterns)]
+        other => panic!("backend `{}` needs its cargo feature", other.name()),
+    }
+}
+
 /// The worker process of the `memory` workload: `--memory-worker BACKEND URL N` drains the
 /// backlog the parent enqueued at URL and prints `peak_rss_mb=…`.
 async fn memory_worker(args: &[String]) {
@@ -295,6 +331,9 @@ async fn main() {
     if argv.get(1).map(String::as_str) == Some("--memory-worker") {
         return memory_worker(&argv[2..]).await;
     }
+    if argv.get(1).map(String::as_str) == Some("--drain-worker") {
+        return drain_worker(&argv[2..]).await;
+    }
     workloads::grants::install();
     let args = match parse_args() {
         Ok(a) => a,
@@ -317,6 +356,17 @@ async fn main() {
                 ],
                 ("drain", n) => vec![("drain", n), ("drain.floor", n), ("drain.lean_floor", n)],
                 ("drain.ours", n) => vec![("drain", n)],
+                ("idle", None) => vec![("idle", Some(1)), ("idle", Some(50))],
+                ("manytypes", n) => vec![("manytypes", n), ("manytypes.one_type", n)],
+                // SQLite lets one process write at a time: four add nothing to two.
+                ("multiproc", n) if kind == Kind::Sqlite => {
+                    vec![("multiproc.p1", n), ("multiproc.p2", n)]
+                }
+                ("multiproc", n) => vec![
+                    ("multiproc.p1", n),
+                    ("multiproc.p2", n),
+                    ("multiproc.p4", n),
+                ],
                 (w, n) => vec![(w, n)],
             };
             for (part, n) in parts {
@@ -361,7 +411,9 @@ async fn main() {
 
 /// The drain's baselines are separate runs: attach them to the full-stack figure (SQLite
 /// against the lean floor, the servers against the claim-10-then-delete floor on the
-/// outbox's own table), and add the 200,000-against-5,000 scale figure.
+/// outbox's own table), and add the 200,000-against-5,000 scale figure. Likewise the idle
+/// figures of K types against those of one type, the many types' drain against one
+/// type's, and more worker processes against one.
 fn link_baselines(all: &mut Vec<Figure>, kind: Kind) {
     let find = |all: &[Figure], w: &str, n: u64| {
         all.iter()
@@ -393,6 +445,28 @@ fn link_baselines(all: &mut Vec<Figure>, kind: Kind) {
         f.backend = kind.name().into();
         all.push(f);
     }
+    // Each figure with a baseline among this backend's figures: (index, baseline's name,
+    // its value).
+    let links: Vec<(usize, String, Option<f64>)> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.backend == kind.name())
+        .filter_map(|(i, f)| {
+            let (w, n, name) = match f.workload.as_str() {
+                w @ ("idle.cpu" | "idle.statements") if f.n != 1 => (w, 1, "1 type".to_owned()),
+                "manytypes" => ("manytypes.one_type", f.n, format!("1 type × {}", f.n)),
+                "multiproc.p2" | "multiproc.p4" => ("multiproc.p1", f.n, "1 process".to_owned()),
+                _ => return None,
+            };
+            Some((i, name, find(all, w, n)))
+        })
+        .collect();
+    for (i, name, value) in links {
+        if let Some(v) = value {
+            all[i].baseline = Some(name);
+            all[i].baseline_value = Some(v);
+        }
+    }
     for f in all.iter_mut().filter(|f| f.backend == kind.name()) {
         if let Some(b) = f.baseline_value {
             f.ratio = Some(f.value / b);
@@ -404,13 +478,13 @@ fn print_table(all: &[Figure]) {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{:<9} {:<26} {:>8} {:>12} {:<7} {:<18} {:>10} {:>7} {:<16} met",
+        "\n{:<9} {:<28} {:>8} {:>12} {:<7} {:<18} {:>10} {:>7} {:<16} met",
         "backend", "workload", "n", "value", "unit", "baseline", "base", "ratio", "target"
     );
     for f in all {
         let _ = writeln!(
             out,
-            "{:<9} {:<26} {:>8} {:>12.1} {:<7} {:<18} {:>10} {:>7} {:<16} {}",
+            "{:<9} {:<28} {:>8} {:>12.1} {:<7} {:<18} {:>10} {:>7} {:<16} {}",
             f.backend,
             f.workload,
             f.n,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     db::Db,
+    many,
     pools::{BenchPool, Extra},
     Figure,
 };
@@ -369,4 +370,203 @@ fn peak_rss_mb() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// The `idle` warm-up, not measured: the workers' start and first polls.
+const IDLE_WARMUP: Duration = Duration::from_secs(2);
+
+/// How long the `idle` workload measures.
+const IDLE_FOR: Duration = Duration::from_secs(20);
+
+/// A process running `Outbox::run_until` with `k` registered types (of [`many::TYPES`])
+/// and nothing to deliver: after a 2 s warm-up, for 20 s, this process's CPU (as % of
+/// one core) and what the database saw, per second: PostgreSQL's transactions in the
+/// bench's database, MariaDB's statements (server-wide, less the meter's own). SQLite
+/// has no server to ask, so it gets the CPU figure only.
+pub async fn idle<P: BenchPool>(pool: &P, db: &Db, k: usize) -> Vec<Figure> {
+    assert!(
+        (1..=many::TYPES).contains(&k),
+        "idle registers 1 to {} types, not {k}",
+        many::TYPES
+    );
+    let mut outbox = Outbox::new(pool.backend());
+    for i in 0..k {
+        outbox = many::register(outbox, i, drain_options());
+    }
+    let mut meter = db.meter().await;
+    let others_before = meter.others().await;
+    let mut measured = None;
+    outbox
+        .run_until(async {
+            tokio::time::sleep(IDLE_WARMUP).await;
+            let before = (Instant::now(), cpu_seconds(), meter.read().await);
+            tokio::time::sleep(IDLE_FOR).await;
+            let after = (Instant::now(), cpu_seconds(), meter.read().await);
+            measured = Some((before, after));
+        })
+        .await
+        .unwrap();
+    let others = others_before.max(meter.others().await);
+    if others > 0 {
+        eprintln!(
+            "idle: {others} other client connection(s) on the server: the statement count includes theirs"
+        );
+    }
+    let ((t0, cpu0, db0), (t1, cpu1, db1)) = measured.expect("the measurement ran");
+    let secs = t1.duration_since(t0).as_secs_f64();
+    let k = k as u64;
+    let mut figures = vec![Figure::new(
+        "idle.cpu",
+        k,
+        100.0 * (cpu1 - cpu0) / secs,
+        "%",
+    )];
+    if let (Some(a), Some(b)) = (db0, db1) {
+        let seen = b.saturating_sub(a).saturating_sub(meter.own_per_interval());
+        figures.push(Figure::new(
+            "idle.statements",
+            k,
+            seen as f64 / secs,
+            meter.unit(),
+        ));
+    }
+    figures
+}
+
+/// This process's CPU time so far (user + system, all threads), in seconds, from
+/// `/proc/self/stat` (in clock ticks of 1/100 s, Linux's `USER_HZ`).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name, which is in parentheses and may hold spaces:
+    // utime and stime are the 14th and 15th fields, here the 12th and 13th.
+    let after_name = &stat[stat.rfind(')').expect("a stat line") + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| fields[i].parse::<u64>().expect("clock ticks");
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// [`many::TYPES`] types with a backlog of `n / TYPES` each (each type enqueued in one
+/// transaction), drained by one `outbox.drain()` with concurrency 10 per type; its
+/// baseline is [`manytypes_one_type`]. Besides the rate: how evenly the types moved
+/// (each type's share of its backlog delivered when half of all messages were, the least
+/// and the most) and the seconds between the first and the last type to finish.
+pub async fn manytypes<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    let types = many::TYPES;
+    let each = n / types as u64;
+    let total = each * types as u64;
+    for i in 0..types {
+        many::fan_out(pool, i, each).await;
+    }
+    let fair = Arc::new(many::Fair::new(types, each));
+    let mut outbox = Outbox::with_state(pool.backend(), Arc::clone(&fair));
+    for i in 0..types {
+        outbox = many::register(outbox, i, drain_options());
+    }
+    let started = Instant::now();
+    let report = outbox.drain().await.unwrap();
+    let rate = total as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(
+        report.counts.delivered, total,
+        "the drain delivered everything"
+    );
+    let (least, most) = fair.share_at_half();
+    vec![
+        Figure::new("manytypes", total, rate, "msgs/s"),
+        Figure::new("manytypes.share_at_half", total, least, "%"),
+        Figure::new("manytypes.share_at_half_max", total, most, "%"),
+        Figure::new("manytypes.finish_spread", total, fair.finish_spread(), "s"),
+    ]
+}
+
+/// The baseline of [`manytypes`]: one of its types with the whole backlog of `n`, drained
+/// the same way (same payload, handler and options).
+pub async fn manytypes_one_type<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    many::fan_out(pool, 0, n).await;
+    let fair = Arc::new(many::Fair::new(1, n));
+    let outbox = many::register(
+        Outbox::with_state(pool.backend(), Arc::clone(&fair)),
+        0,
+        drain_options(),
+    );
+    let started = Instant::now();
+    let report = outbox.drain().await.unwrap();
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(report.counts.delivered, n, "the drain delivered everything");
+    vec![Figure::new("manytypes.one_type", n, rate, "msgs/s")]
+}
+
+/// A backlog of `n` drained by `procs` worker processes at once: this process enqueues,
+/// then starts `procs` copies of this binary (`--drain-worker`, [`drain_worker`]) and
+/// times from the first start to the last exit; the children's deliveries must add up to
+/// `n` and leave the queue empty. On this 2-core machine the database server and every
+/// worker share the same two cores, so more processes cannot add CPU: the target (≥ 0.9 ×
+/// one process, PostgreSQL and MariaDB) asks that they cost little, not that they scale.
+/// SQLite lets one process write at a time, so its ratio is printed without a target.
+pub async fn multiproc<P: BenchPool>(pool: &P, db: &Db, n: u64, procs: usize) -> Vec<Figure> {
+    pool.fan_out(&noops(n)).await;
+    let exe = std::env::current_exe().expect("own path");
+    let args = [
+        "--drain-worker".to_owned(),
+        db.kind().name().to_owned(),
+        db.locator(),
+    ];
+    let started = Instant::now();
+    let children: Vec<std::process::Child> = (0..procs)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args(&args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a worker process")
+        })
+        .collect();
+    let exits = futures::future::join_all(children.into_iter().map(|child| {
+        tokio::task::spawn_blocking(move || (child.wait_with_output(), Instant::now()))
+    }))
+    .await;
+    let mut last = started;
+    let mut delivered = 0;
+    for exit in exits {
+        let (out, at) = exit.unwrap();
+        let out = out.expect("wait for a worker process");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let got = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("delivered="))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        match got {
+            Some(got) if out.status.success() => delivered += got,
+            _ => panic!(
+                "drain worker failed ({}): {stdout}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        last = last.max(at);
+    }
+    let secs = last.duration_since(started).as_secs_f64();
+    assert_eq!(delivered, n, "the workers delivered everything, once");
+    let left: u64 = Admin::new(pool.backend())
+        .status_counts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.pending + c.scheduled + c.running + c.retrying + c.done + c.dead)
+        .sum();
+    assert_eq!(left, 0, "the queue is empty after the workers");
+    vec![Figure::new(
+        &format!("multiproc.p{procs}"),
+        n,
+        n as f64 / secs,
+        "msgs/s",
+    )]
+}
+
+/// The child of [`multiproc`]: drains what it can of the backlog on `pool` with the bench's
+/// one type, beside its siblings, and prints how many it delivered.
+pub async fn drain_worker<P: BenchPool>(pool: &P) {
+    let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(noop, drain_options());
+    let report = outbox.drain().await.unwrap();
+    println!("delivered={}", report.counts.delivered);
 }
