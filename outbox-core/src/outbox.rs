@@ -141,8 +141,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     }
 
     /// How often an idle process asks the database whether any of its idle types has due
-    /// messages (default: every 50 ms after work, doubling to every 1 s while nothing is
-    /// due). It is one small statement for all types, however many are registered; a type
+    /// messages (default: every 50 ms for ten probes after work, then doubling to every
+    /// 1 s while nothing is due). It is one small statement for all types, however many are registered; a type
     /// with nothing due costs nothing else.
     ///
     /// This is the pick-up latency wherever no commit signal reaches the workers: messages

@@ -15,7 +15,8 @@
 //! * **Heartbeats** are the process's ([`super::hub`]): one for all its workers.
 //! * **Wake-ups**: a claim that finds nothing leaves the worker idle, without polling,
 //!   until its backend signals a commit of its type (PostgreSQL NOTIFY, a SQLite commit in
-//!   this process) or the process's due probe finds its type due.
+//!   this process) or the process's due probe finds its type due. A claim that finds some
+//!   but fewer than it asked for claims again after 20 ms or a wake-up, whichever is first.
 //!
 //! Failure modes: a claim that fails is logged and tried again after a growing pause (the
 //! worker does not die); settlements that cannot be written are kept and retried, and if
@@ -54,6 +55,8 @@ use crate::{
     Error,
 };
 
+/// The pause after a claim that found fewer messages than it asked for.
+const PARTIAL_CLAIM_PAUSE: Duration = Duration::from_millis(20);
 /// First pause before claiming again after a database error.
 const MIN_CLAIM_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest pause between claims after database errors.
@@ -186,11 +189,16 @@ impl<B: Backend> Engine<B> {
                 self.claim_done(full, bytes);
                 if claimed.is_empty() {
                     // Nothing is due: wait for a wake-up (a commit signal, or the
-                    // process's due probe). A partial claim claims again (other workers
-                    // may hold the rest), so a backlog never waits for the probe.
+                    // process's due probe).
                     self.arm_wake();
                 } else {
                     self.hub.worked();
+                    if !full {
+                        // Other workers hold the rest, or little is due: claim again after
+                        // a short pause (or a wake-up), not at once, so claimers that
+                        // share a backlog do not spin on each other's locked rows.
+                        self.arm_pause();
+                    }
                 }
                 let now = Instant::now();
                 let mut buffer = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -224,6 +232,17 @@ impl<B: Backend> Engine<B> {
                 "claim batch changed"
             );
         }
+    }
+
+    /// Waits [`PARTIAL_CLAIM_PAUSE`] or for a wake-up before the next claim.
+    fn arm_pause(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        self.idle = Some(Box::pin(async move {
+            tokio::select! {
+                _ = shared.wake.notified() => {}
+                _ = tokio::time::sleep(PARTIAL_CLAIM_PAUSE) => {}
+            }
+        }));
     }
 
     /// Waits for a wake-up before the next claim, marked idle for the process's due probe.

@@ -2,12 +2,16 @@
 //! messages (where no commit signal reaches it: MariaDB, another process's SQLite commit,
 //! delayed and retried messages coming due): a pure policy, pinned by the unit tests below.
 //!
-//! Right after work the question is asked every `min`; each answer of "nothing due"
-//! doubles the pause, up to `max`. Work anywhere in the process (a claim that returned
-//! messages, a probe that found some) starts it over at `min`. So a busy process picks up
-//! new work within `min`, and an idle one costs one small statement per `max`.
+//! Right after work the question is asked every `min`, [`LINGER`] times; after that each
+//! answer of "nothing due" doubles the pause, up to `max`. Work anywhere in the process (a
+//! claim that returned messages, a probe that found some) starts it over. So a process
+//! that has just worked picks up new work within `min` (a steady trickle every 50 ms is
+//! not missed for 100 ms), and an idle one costs one small statement per `max`.
 
 use std::time::Duration;
+
+/// Probes that find nothing, after work, before the pause starts to grow.
+pub(crate) const LINGER: u32 = 10;
 
 /// The pause before the next "anything due?" probe.
 #[derive(Debug, Clone)]
@@ -15,6 +19,8 @@ pub(crate) struct IdlePoll {
     min: Duration,
     max: Duration,
     wait: Duration,
+    /// Probes that found nothing since the last work.
+    empty: u32,
 }
 
 impl IdlePoll {
@@ -25,6 +31,7 @@ impl IdlePoll {
             min,
             max: max.max(min),
             wait: min,
+            empty: 0,
         }
     }
 
@@ -36,15 +43,18 @@ impl IdlePoll {
     /// Some worker of the process claimed messages: new work may follow soon.
     pub(crate) fn worked(&mut self) {
         self.wait = self.min;
+        self.empty = 0;
     }
 
     /// A probe answered: `found` whether any type had due messages.
     pub(crate) fn probed(&mut self, found: bool) {
-        self.wait = if found {
-            self.min
+        if found {
+            self.worked();
+        } else if self.empty < LINGER {
+            self.empty += 1;
         } else {
-            (self.wait * 2).min(self.max)
-        };
+            self.wait = (self.wait * 2).min(self.max);
+        }
     }
 }
 
@@ -60,8 +70,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_due_doubles_the_pause_up_to_the_maximum() {
+    fn after_work_the_pause_stays_short_for_a_while() {
         let mut p = IdlePoll::new(50 * MS, 1000 * MS);
+        for _ in 0..LINGER {
+            p.probed(false);
+            assert_eq!(p.wait(), 50 * MS);
+        }
+    }
+
+    #[test]
+    fn then_nothing_due_doubles_the_pause_up_to_the_maximum() {
+        let mut p = IdlePoll::new(50 * MS, 1000 * MS);
+        (0..LINGER).for_each(|_| p.probed(false));
         let mut seen = Vec::new();
         for _ in 0..7 {
             p.probed(false);
@@ -73,15 +93,17 @@ mod tests {
     #[test]
     fn a_probe_that_finds_work_starts_over() {
         let mut p = IdlePoll::new(50 * MS, 1000 * MS);
-        (0..10).for_each(|_| p.probed(false));
+        (0..20).for_each(|_| p.probed(false));
         p.probed(true);
         assert_eq!(p.wait(), 50 * MS);
+        (0..LINGER).for_each(|_| p.probed(false));
+        assert_eq!(p.wait(), 50 * MS, "and lingers again");
     }
 
     #[test]
     fn work_in_the_process_starts_over() {
         let mut p = IdlePoll::new(50 * MS, 1000 * MS);
-        (0..10).for_each(|_| p.probed(false));
+        (0..20).for_each(|_| p.probed(false));
         p.worked();
         assert_eq!(p.wait(), 50 * MS);
     }
@@ -89,7 +111,7 @@ mod tests {
     #[test]
     fn a_maximum_below_the_minimum_is_the_minimum() {
         let mut p = IdlePoll::new(200 * MS, 100 * MS);
-        p.probed(false);
+        (0..=LINGER).for_each(|_| p.probed(false));
         assert_eq!(p.wait(), 200 * MS);
     }
 }
