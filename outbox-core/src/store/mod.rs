@@ -252,8 +252,8 @@ pub trait Backend:
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>>;
 
     /// Where idle workers of this database wait to hear of new messages. A backend
-    /// without a commit signal returns a registry nobody notifies (workers then find new
-    /// messages at their poll tick).
+    /// without a commit signal returns a registry nobody notifies (the process's due probe
+    /// then finds new messages).
     fn wakeups(&self) -> std::sync::Arc<Wakeups>;
 
     /// The most a type's default batch grows to while its handlers outpace the claims

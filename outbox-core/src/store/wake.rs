@@ -1,5 +1,5 @@
 //! Wake-ups: how a backend tells idle workers that messages of a type were committed,
-//! so they claim at once instead of at their next poll tick.
+//! so they claim at once instead of at the process's next due probe.
 
 use std::sync::{Arc, Mutex, Weak};
 

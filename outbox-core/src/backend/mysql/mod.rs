@@ -3,8 +3,8 @@
 //! The outbox's own engine on sqlx 0.9: a claim is one short READ COMMITTED transaction —
 //! a `FOR UPDATE SKIP LOCKED` read of the due rows in claim order, then one `UPDATE` that
 //! moves them to running with a lease (MySQL has no `UPDATE … RETURNING`); settlements are
-//! written in batches in one transaction; new messages are found at the poll tick (MySQL
-//! has no commit notification). Every statement is static with bound parameters (batches
+//! written in batches in one transaction; new messages are found by the process's due
+//! probe (MySQL has no commit notification). Every statement is static with bound parameters (batches
 //! travel as one JSON parameter through `JSON_TABLE`), so the statement cache never churns
 //! — the path on which sqlx 0.9's missing TCP_NODELAY costs 40 ms.
 //!

@@ -4,8 +4,8 @@
 //! LOCKED) RETURNING`, so concurrent workers in any number of processes never take the same
 //! message; settlements are written in batches in one transaction. Enqueues wake idle
 //! workers through LISTEN/NOTIFY (the insert statements notify at commit; one
-//! listening connection per backend); delayed and retried messages are found at the poll
-//! tick.
+//! listening connection per backend); delayed and retried messages are found by the
+//! process's due probe.
 //!
 //! Failure modes: a claim or a settlement that fails is retried after a pause (a
 //! serialization failure or deadlock at once); a lost LISTEN connection is reopened and
@@ -139,7 +139,7 @@ impl PostgresBackend {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; workers poll meanwhile");
+                        tracing::warn!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; the due probe finds them meanwhile");
                     }
                 }
                 tokio::time::sleep(pause).await;

@@ -17,7 +17,7 @@ use crate::{
     MessageId,
 };
 
-/// A settlement (or a held message) as the statements read it from their JSON parameter.
+/// A settlement as the statements read it from their JSON parameter.
 #[derive(Serialize)]
 struct Row<'a> {
     id: &'a str,

@@ -4,7 +4,7 @@
 //! index (SQLite has one writer, so claims never collide); settlements are written in
 //! batches in one `BEGIN IMMEDIATE` transaction; a commit of an enqueue on a connection of
 //! this process wakes the idle workers of its types at once, other processes' enqueues are
-//! found at the poll tick.
+//! found by the process's due probe.
 //!
 //! Failure modes: SQLite allows one writer at a time. Every connection made by
 //! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a claim that still
