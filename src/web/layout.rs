@@ -83,7 +83,7 @@ td .actions{flex-wrap:nowrap;margin-top:0}
 
 /// Refreshes `#live` every 2 s from the same URL with `live=1`, unless a field in it has
 /// the focus; every action works without it.
-const JS: &str = r#"
+pub(crate) const JS: &str = r#"
 (function(){var l=document.getElementById('live');if(!l||!window.fetch)return;
 setInterval(function(){var a=document.activeElement;
 if(a&&a!==document.body&&l.contains(a)&&a.tagName!=='BUTTON')return;

@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::{
     csrf::{self, Csrf},
+    headers,
     layout::{self, chart, page, Ctx, Flash, Nav},
     sampler::Sampler,
     signature::signature,
@@ -31,6 +32,8 @@ pub(crate) struct State<B> {
     pub(crate) csrf: Csrf,
     pub(crate) samples: Sampler,
     pub(crate) message_id_domain: Option<String>,
+    /// Mark the CSRF cookie `Secure` whatever the request's scheme.
+    pub(crate) secure_cookies: bool,
 }
 
 type St<B> = AxumState<Arc<State<B>>>;
@@ -93,6 +96,12 @@ pub(crate) async fn prepare<B: Backend>(
         Some(n) => (n, false),
         None => (state.csrf.new_nonce(), true),
     };
+    let secure = state.secure_cookies
+        || request.uri().scheme_str() == Some("https")
+        || request
+            .extensions()
+            .get::<OriginalUri>()
+            .is_some_and(|OriginalUri(u)| u.scheme_str() == Some("https"));
     let mut request = request;
     if request.method() == Method::POST {
         let (parts, body) = request.into_parts();
@@ -119,9 +128,10 @@ pub(crate) async fn prepare<B: Backend>(
     let mut response = next.run(request).await;
     if fresh {
         let cookie = format!(
-            "{}={nonce}; Path={}; HttpOnly; SameSite=Strict",
+            "{}={nonce}; Path={}; HttpOnly; SameSite=Strict{}",
             csrf::COOKIE,
-            utf8_percent_encode(&path, percent_encoding::CONTROLS)
+            utf8_percent_encode(&path, percent_encoding::CONTROLS),
+            if secure { "; Secure" } else { "" }
         );
         if let Ok(v) = header::HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, v);
@@ -700,13 +710,22 @@ pub(crate) async fn dead_groups<B: Backend>(
     .into_response())
 }
 
-/// GET `/dead/{id}`: one dead letter.
+/// `?remote_images=1` on a dead letter's page: show an email's remote images.
+#[derive(Deserialize, Default)]
+pub(crate) struct ShowQuery {
+    remote_images: Option<String>,
+}
+
+/// GET `/dead/{id}`: one dead letter. An email's remote images stay blocked by the
+/// page's policy unless the operator asked for them (`?remote_images=1`).
 pub(crate) async fn dead_show<B: Backend>(
     AxumState(state): St<B>,
     Extension(ctx): Extension<Ctx>,
     Path(id): Path<String>,
+    Query(show): Query<ShowQuery>,
     Query(flash): Query<Flash>,
 ) -> PageResult {
+    let remote_images = show.remote_images.is_some_and(|v| v == "1");
     let found = state
         .admin
         .dead_letters()
@@ -724,11 +743,14 @@ pub(crate) async fn dead_show<B: Backend>(
     };
     #[cfg(feature = "smtp")]
     let email = (d.type_tag == super::signature::EMAIL_TYPE)
-        .then(|| super::email::section(&d, state.message_id_domain.as_deref()))
+        .then(|| {
+            let page = ctx.url(&format!("/dead/{}", seg(d.id.as_str())));
+            super::email::section(&d, state.message_id_domain.as_deref(), remote_images, &page)
+        })
         .flatten();
     #[cfg(not(feature = "smtp"))]
     let email: Option<Markup> = {
-        let _ = &state.message_id_domain;
+        let _ = (&state.message_id_domain, remote_images);
         None
     };
     let back = format!("/dead?type={}", q(&d.type_tag));
@@ -782,7 +804,13 @@ pub(crate) async fn dead_show<B: Backend>(
         }
     };
     let title = format!("Dead letter {}", d.id);
-    Ok(page(&ctx, Some(Nav::Dead), &title, &flash, html! {}, body).into_response())
+    let mut response = page(&ctx, Some(Nav::Dead), &title, &flash, html! {}, body).into_response();
+    if remote_images {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, headers::policy(true));
+    }
+    Ok(response)
 }
 
 /// The fields every action form carries (the CSRF token is checked before).
