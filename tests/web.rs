@@ -977,6 +977,19 @@ async fn an_emails_remote_images_load_only_when_asked() {
     b.client.clone().close().await.unwrap();
 }
 
+/// A fresh CSRF cookie (`name=value`) and the form token of the page at `url`.
+async fn session(http: &reqwest::Client, url: &str) -> (String, String) {
+    let page = http.get(url).send().await.unwrap();
+    let cookie = page.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    (cookie, token_in(&page.text().await.unwrap()))
+}
+
 #[tokio::test]
 async fn every_page_carries_the_security_headers() {
     let db = TestDb::new().await;
@@ -1084,4 +1097,125 @@ async fn raw_get(addr: &str, target: &str) -> String {
         .next()
         .unwrap_or_default()
         .replace("\r\n", "\n")
+}
+
+#[tokio::test]
+async fn a_back_value_off_this_site_is_refused_before_the_action() {
+    let db = TestDb::new().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // Served at the root, where a tab in `/\t/evil.example` used to leave this site.
+    let app = outbox::web::router(Admin::new(db.backend()));
+    let url = serve_app(app, true)
+        .await
+        .trim_end_matches("/outbox")
+        .to_string();
+    let (cookie, token) = session(&http, &format!("{url}/")).await;
+    let pause = |back: &str| {
+        let body: String = form_urlencoded_pairs(&[
+            ("csrf", token.as_str()),
+            ("back", back),
+            ("type_tag", "web.note"),
+            ("reason", "test"),
+        ]);
+        http.post(format!("{url}/pause"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookie.clone())
+            .body(body)
+            .send()
+    };
+    for back in [
+        "/\tevil.example",
+        "/\t/evil.example",
+        "/\n",
+        "/types/x\r\nSet-Cookie: a=b",
+        "/\u{7f}",
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/",
+        "evil.example",
+    ] {
+        let r = pause(back).await.unwrap();
+        assert_eq!(r.status(), 400, "{back:?}");
+        assert!(
+            r.text().await.unwrap().contains("not a path on this site"),
+            "{back:?}"
+        );
+        assert!(
+            Admin::new(db.backend()).paused().await.unwrap().is_empty(),
+            "{back:?} paused the type"
+        );
+    }
+    // A path on this site: paused, and back there.
+    let r = pause("/types/web.note").await.unwrap();
+    assert_eq!(r.status(), 303);
+    let location = r.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("/types/web.note?msg="), "{location}");
+    assert_eq!(Admin::new(db.backend()).paused().await.unwrap().len(), 1);
+    let page = http
+        .get(format!("{url}{location}"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Paused web.note: test"), "the banner shows");
+
+    // Banner texts from a link do not show, as a message or as an error.
+    for query in [
+        "err=log%20in%20again%20at%20http://evil.example",
+        "msg=log%20in%20again%20at%20http://evil.example",
+        "msg=log%20in%20again%20at%20http://evil.example&sig=AAAAAAAAAAAAAAAAAAAAAA",
+    ] {
+        for path in ["/", "/dead", "/types/web.note"] {
+            let page = http
+                .get(format!("{url}{path}?{query}"))
+                .header("cookie", cookie.clone())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(!page.contains("evil.example"), "{path}?{query}");
+        }
+    }
+    // Nor a banner signed for another browser.
+    let (other_cookie, _) = session(&http, &format!("{url}/")).await;
+    let page = http
+        .get(format!("{url}{location}"))
+        .header("cookie", other_cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("Paused web.note: test"));
+}
+
+/// `application/x-www-form-urlencoded` of `pairs`.
+fn form_urlencoded_pairs(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Percent-encodes everything but ASCII letters and digits.
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }

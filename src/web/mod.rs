@@ -66,6 +66,11 @@
 //!   `HttpOnly` cookie (also `Secure` with
 //!   [`WebAdmin::secure_cookies`](crate::web::WebAdmin::secure_cookies), or when the
 //!   request's URI says `https`). A POST without a matching token gets 403.
+//! * **Redirects and banners.** After an action the admin redirects to the page the form
+//!   was on: only a path on this site, one leading `/`, no backslash or control
+//!   character; any other `back` value gets 400 before the action. The banner text after
+//!   the redirect is signed for the browser: a link from elsewhere cannot put its own
+//!   words in the banner.
 //! * **Headers.** Every response carries a `Content-Security-Policy` (no script but the
 //!   page's own, hashed; inline styles; images from the admin itself or `data:` URLs only;
 //!   fetches to the admin only; no framing), `X-Frame-Options: DENY`,

@@ -75,7 +75,8 @@ impl IntoResponse for WebError {
 type PageResult = Result<Response, WebError>;
 
 /// Runs before every handler: starts the sampler, works out the mount path, gives the
-/// browser its CSRF cookie, and refuses a POST whose token does not match it.
+/// browser its CSRF cookie, refuses a POST whose token does not match it, and refuses a
+/// `back` value (form or query) that is not a path on this site, before any action.
 pub(crate) async fn prepare<B: Backend>(
     AxumState(state): St<B>,
     request: Request,
@@ -102,6 +103,9 @@ pub(crate) async fn prepare<B: Backend>(
             .extensions()
             .get::<OriginalUri>()
             .is_some_and(|OriginalUri(u)| u.scheme_str() == Some("https"));
+    if let Some(refusal) = refuse_back(request.uri().query().unwrap_or("").as_bytes()) {
+        return refusal;
+    }
     let mut request = request;
     if request.method() == Method::POST {
         let (parts, body) = request.into_parts();
@@ -119,6 +123,9 @@ pub(crate) async fn prepare<B: Backend>(
                  reload the page and submit the form again\n",
             )
                 .into_response();
+        }
+        if let Some(refusal) = refuse_back(&bytes) {
+            return refusal;
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
@@ -142,6 +149,33 @@ pub(crate) async fn prepare<B: Backend>(
         header::HeaderValue::from_static("no-store"),
     );
     response
+}
+
+/// A 400 when a `back` value in `form` (a query or a form body) is not a path on this
+/// site; [`done`] redirects there after an action.
+fn refuse_back(form: &[u8]) -> Option<Response> {
+    let bad = form_urlencoded::parse(form)
+        .filter(|(k, _)| k == "back")
+        .any(|(_, v)| !back_ok(&v));
+    bad.then(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            "the form's `back` value is not a path on this site: it must start with a single \
+             `/` (not `//` or `/\\`) and hold no backslash or control character; nothing was \
+             changed\n",
+        )
+            .into_response()
+    })
+}
+
+/// True for an empty `back` (the overview) or a path on this site: one leading `/`, no
+/// backslash (browsers read it as `/`), no control character (browsers drop tabs and
+/// line breaks from URLs, so `/\t/evil.example` would become `//evil.example`).
+fn back_ok(back: &str) -> bool {
+    back.is_empty()
+        || (back.starts_with('/')
+            && !back.starts_with("//")
+            && !back.chars().any(|c| c == '\\' || c.is_ascii_control()))
 }
 
 /// The path the router is mounted at: the original path less the part the router sees.
@@ -820,10 +854,11 @@ pub(crate) struct Back {
     back: String,
 }
 
-/// Back to the page the form was on, with the outcome to show.
+/// Back to the page the form was on, with the outcome to show (signed for this browser:
+/// the page shows no banner text that this admin did not write).
 fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
-    // Only a path under the mount point: never another site.
-    let back = if back.starts_with('/') && !back.starts_with("//") && !back.contains('\\') {
+    // Only a path under the mount point: never another site ([`prepare`] refused others).
+    let back = if back_ok(back) && !back.is_empty() {
         back
     } else {
         "/"
@@ -838,7 +873,8 @@ fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
         Ok(m) => ("msg", m),
         Err(e) => ("err", e),
     };
-    Redirect::to(&format!("{target}{sep}{key}={}", q(&text))).into_response()
+    let sig = csrf::flash_sig(&ctx.csrf, key, &text);
+    Redirect::to(&format!("{target}{sep}{key}={}&sig={sig}", q(&text))).into_response()
 }
 
 /// POST `/dead/{id}/requeue`.
