@@ -876,3 +876,346 @@ async fn screenshots_of_each_page() {
     b.screenshot("web-email").await;
     b.client.clone().close().await.unwrap();
 }
+
+/// An `outbox.email` dead letter with this HTML body, refused for good at its first try.
+async fn make_email_dead_letter(db: &TestDb, html: &str) -> outbox::MessageId {
+    let email = Email::builder()
+        .from("Shop <shop@shop.example>")
+        .to("bob@bad.example")
+        .subject("Your order")
+        .text("Thanks for your order!")
+        .html(html)
+        .build()
+        .unwrap();
+    let mut conn = db.pool.acquire().await.unwrap();
+    let id = email.enqueue(&mut *conn).await.unwrap().id().clone();
+    drop(conn);
+    Outbox::new(db.backend())
+        .register::<Email, _>(|_e: Email, _ctx: MessageContext<()>| async move {
+            Err::<(), _>(HandlerError::permanent(
+                "550 5.1.1 <bob@bad.example>: user unknown",
+            ))
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(counts(db, "outbox.email").await.dead, 1);
+    id
+}
+
+/// A loopback HTTP server answering every request with a 1x1 GIF; counts the requests.
+async fn pixel_server() -> (u16, Arc<AtomicU64>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                if conn.read(&mut buf).await.unwrap_or(0) > 0 {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: image/gif\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        GIF.len()
+                    );
+                    let _ = conn.write_all(head.as_bytes()).await;
+                    let _ = conn.write_all(GIF).await;
+                }
+            });
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emails_remote_images_load_only_when_asked() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let (port, hits) = pixel_server().await;
+    let html = format!(
+        "<h1>Welcome</h1><img src=\"http://127.0.0.1:{port}/pixel.gif\" width=\"1\" height=\"1\">"
+    );
+    let id = make_email_dead_letter(&db, &html).await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client
+        .goto(&format!("{url}/dead/{}", id.as_str()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "opening the email's page fetched its remote image"
+    );
+    // The body itself is shown: the policy blocks the image, not the frame.
+    b.client.enter_frame(0).await.unwrap();
+    assert_eq!(b.text("h1").await, "Welcome");
+    b.client.enter_parent_frame().await.unwrap();
+    assert!(b
+        .text("#remote-images")
+        .await
+        .contains("Remote images are blocked."));
+
+    // The operator's choice: that one page loads them.
+    b.click("#remote-images a").await;
+    assert!(
+        common::eventually(Duration::from_secs(5), || async {
+            hits.load(Ordering::SeqCst) > 0
+        })
+        .await,
+        "the remote image is fetched once asked for"
+    );
+    assert!(b
+        .text("#remote-images")
+        .await
+        .contains("Remote images are loaded"));
+    b.client.clone().close().await.unwrap();
+}
+
+/// A fresh CSRF cookie (`name=value`) and the form token of the page at `url`.
+async fn session(http: &reqwest::Client, url: &str) -> (String, String) {
+    let page = http.get(url).send().await.unwrap();
+    let cookie = page.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    (cookie, token_in(&page.text().await.unwrap()))
+}
+
+#[tokio::test]
+async fn every_page_carries_the_security_headers() {
+    let db = TestDb::new().await;
+    enqueue_notes(&db, 0..1).await;
+    let id = make_email_dead_letter(&db, "<p>Hi</p>").await;
+    let http = reqwest::Client::new();
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    for path in [
+        String::new(),
+        "/types/web.note".into(),
+        "/dead".into(),
+        "/dead/groups".into(),
+        format!("/dead/{}", id.as_str()),
+        "/no/such/page".into(),
+    ] {
+        let r = http.get(format!("{url}{path}")).send().await.unwrap();
+        assert!(
+            r.status() == 200 || path == "/no/such/page",
+            "{path}: {}",
+            r.status()
+        );
+        let h = r.headers();
+        let header = |name: &str| {
+            h.get(name)
+                .unwrap_or_else(|| panic!("{path}: no {name}"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let csp = header("content-security-policy");
+        let directives: Vec<&str> = csp.split(';').map(str::trim).collect();
+        for want in [
+            "default-src 'none'",
+            "img-src 'self' data:",
+            "frame-ancestors 'none'",
+            "style-src 'unsafe-inline'",
+            "connect-src 'self'",
+        ] {
+            assert!(directives.contains(&want), "{path}: {want} in {csp}");
+        }
+        let script = directives
+            .iter()
+            .find(|d| d.starts_with("script-src "))
+            .unwrap_or_else(|| panic!("{path}: no script-src in {csp}"));
+        assert!(
+            script.starts_with("script-src 'sha256-") && !script.contains("unsafe"),
+            "{path}: only the hashed script: {script}"
+        );
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+    }
+
+    // The refusals carry them too.
+    let guarded = serve(WebAdmin::new(Admin::new(db.backend())).basic_auth("ops", "pw")).await;
+    let r = http.get(&guarded).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert!(r.headers().contains_key("content-security-policy"));
+
+    // The CSRF cookie is Secure with the option, or when the request says https.
+    let csrf_cookie = |r: &reqwest::Response| {
+        r.headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .find(|c| c.starts_with("outbox_admin_csrf="))
+            .expect("a CSRF cookie")
+    };
+    let plain = csrf_cookie(&http.get(&url).send().await.unwrap());
+    assert!(!plain.split(';').any(|a| a.trim() == "Secure"), "{plain}");
+    let secure_url = serve(WebAdmin::new(Admin::new(db.backend())).secure_cookies(true)).await;
+    let secure = csrf_cookie(&http.get(&secure_url).send().await.unwrap());
+    assert!(secure.split(';').any(|a| a.trim() == "Secure"), "{secure}");
+    // An absolute https request URI (as a TLS-terminating server passes it on).
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/outbox")
+        .to_string();
+    let head = raw_get(&addr, &format!("https://{addr}/outbox")).await;
+    let cookie = head
+        .lines()
+        .find(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("set-cookie: outbox_admin_csrf=")
+        })
+        .unwrap_or_else(|| panic!("no CSRF cookie in {head}"));
+    assert!(cookie.contains("; Secure"), "{cookie}");
+}
+
+/// The response head of `GET target` sent as is over a plain connection to `addr`.
+async fn raw_get(addr: &str, target: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(
+        format!("GET {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut response = Vec::new();
+    conn.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    response
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .replace("\r\n", "\n")
+}
+
+#[tokio::test]
+async fn a_back_value_off_this_site_is_refused_before_the_action() {
+    let db = TestDb::new().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // Served at the root, where a tab in `/\t/evil.example` used to leave this site.
+    let app = outbox::web::router(Admin::new(db.backend()));
+    let url = serve_app(app, true)
+        .await
+        .trim_end_matches("/outbox")
+        .to_string();
+    let (cookie, token) = session(&http, &format!("{url}/")).await;
+    let pause = |back: &str| {
+        let body: String = form_urlencoded_pairs(&[
+            ("csrf", token.as_str()),
+            ("back", back),
+            ("type_tag", "web.note"),
+            ("reason", "test"),
+        ]);
+        http.post(format!("{url}/pause"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookie.clone())
+            .body(body)
+            .send()
+    };
+    for back in [
+        "/\tevil.example",
+        "/\t/evil.example",
+        "/\n",
+        "/types/x\r\nSet-Cookie: a=b",
+        "/\u{7f}",
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/",
+        "evil.example",
+    ] {
+        let r = pause(back).await.unwrap();
+        assert_eq!(r.status(), 400, "{back:?}");
+        assert!(
+            r.text().await.unwrap().contains("not a path on this site"),
+            "{back:?}"
+        );
+        assert!(
+            Admin::new(db.backend()).paused().await.unwrap().is_empty(),
+            "{back:?} paused the type"
+        );
+    }
+    // A path on this site: paused, and back there.
+    let r = pause("/types/web.note").await.unwrap();
+    assert_eq!(r.status(), 303);
+    let location = r.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("/types/web.note?msg="), "{location}");
+    assert_eq!(Admin::new(db.backend()).paused().await.unwrap().len(), 1);
+    let page = http
+        .get(format!("{url}{location}"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Paused web.note: test"), "the banner shows");
+
+    // Banner texts from a link do not show, as a message or as an error.
+    for query in [
+        "err=log%20in%20again%20at%20http://evil.example",
+        "msg=log%20in%20again%20at%20http://evil.example",
+        "msg=log%20in%20again%20at%20http://evil.example&sig=AAAAAAAAAAAAAAAAAAAAAA",
+    ] {
+        for path in ["/", "/dead", "/types/web.note"] {
+            let page = http
+                .get(format!("{url}{path}?{query}"))
+                .header("cookie", cookie.clone())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(!page.contains("evil.example"), "{path}?{query}");
+        }
+    }
+    // Nor a banner signed for another browser.
+    let (other_cookie, _) = session(&http, &format!("{url}/")).await;
+    let page = http
+        .get(format!("{url}{location}"))
+        .header("cookie", other_cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("Paused web.note: test"));
+}
+
+/// `application/x-www-form-urlencoded` of `pairs`.
+fn form_urlencoded_pairs(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Percent-encodes everything but ASCII letters and digits.
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

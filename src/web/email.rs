@@ -9,7 +9,14 @@ use crate::{
 };
 
 /// The email's section, or `None` if the payload is not an email this version reads.
-pub(crate) fn section(d: &DeadLetter, message_id_domain: Option<&str>) -> Option<Markup> {
+/// `remote_images` says whether the page's policy lets the HTML body load them; `page` is
+/// the page's own URL, for the link that turns them on or off.
+pub(crate) fn section(
+    d: &DeadLetter,
+    message_id_domain: Option<&str>,
+    remote_images: bool,
+    page: &str,
+) -> Option<Markup> {
     let email: Email = serde_json::from_slice(&d.payload).ok()?;
     let boxes = |list: &[Mailbox]| {
         list.iter()
@@ -59,7 +66,17 @@ pub(crate) fn section(d: &DeadLetter, message_id_domain: Option<&str>) -> Option
             }
             @if let Some(body) = &email.html {
                 h2 { "HTML body" }
-                p.muted.small { "Shown in a sandbox: no scripts, forms, or access to this page." }
+                p.muted.small #remote-images {
+                    "Shown in a sandbox: no scripts, forms, or access to this page. "
+                    @if remote_images {
+                        "Remote images are loaded (their servers see that the email was opened). "
+                        a href=(page) { "Block remote images" }
+                    } @else {
+                        "Remote images are blocked. "
+                        a href={ (page) "?remote_images=1" } { "Load remote images" }
+                        " (their servers see that the email was opened)"
+                    }
+                }
                 iframe #html-body sandbox="" referrerpolicy="no-referrer" srcdoc=(body) title="HTML body" {}
             }
         }

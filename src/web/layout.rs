@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::sampler::Series;
+use super::{csrf, sampler::Series};
 
 /// What every page needs to link and post: the mount path and the CSRF token.
 #[derive(Clone)]
@@ -83,11 +83,11 @@ td .actions{flex-wrap:nowrap;margin-top:0}
 
 /// Refreshes `#live` every 2 s from the same URL with `live=1`, unless a field in it has
 /// the focus; every action works without it.
-const JS: &str = r#"
+pub(crate) const JS: &str = r#"
 (function(){var l=document.getElementById('live');if(!l||!window.fetch)return;
 setInterval(function(){var a=document.activeElement;
 if(a&&a!==document.body&&l.contains(a)&&a.tagName!=='BUTTON')return;
-var u=new URL(location.href);u.searchParams.delete('msg');u.searchParams.delete('err');u.searchParams.set('live','1');
+var u=new URL(location.href);u.searchParams.delete('msg');u.searchParams.delete('err');u.searchParams.delete('sig');u.searchParams.set('live','1');
 fetch(u,{credentials:'same-origin'}).then(function(r){return r.ok?r.text():null})
 .then(function(h){if(h!==null){l.innerHTML=h;l.dataset.refreshed=String(Date.now());}}).catch(function(){});},2000);})();
 "#;
@@ -129,8 +129,11 @@ pub(crate) fn page(
                 }
                 main {
                     h1 { (title) }
-                    @if let Some(m) = &flash.msg { div.flash role="status" { (m) } }
-                    @if let Some(e) = &flash.err { div.flash.err role="alert" { (e) } }
+                    @match flash.verified(ctx) {
+                        Some((false, m)) => div.flash role="status" { (m) },
+                        Some((true, e)) => div.flash.err role="alert" { (e) },
+                        None => {},
+                    }
                     div #live { (live) }
                     (rest)
                 }
@@ -140,11 +143,27 @@ pub(crate) fn page(
     }
 }
 
-/// The message after an action, from the redirect's query.
+/// The message after an action, from the redirect's query: its text and its signature
+/// under this browser's form token ([`super::csrf::flash_sig`]).
 #[derive(Default, serde::Deserialize)]
 pub(crate) struct Flash {
     pub(crate) msg: Option<String>,
     pub(crate) err: Option<String>,
+    pub(crate) sig: Option<String>,
+}
+
+impl Flash {
+    /// The banner to show, `(is_error, text)`: only a text this admin signed for this
+    /// browser, never one a link from elsewhere put in the URL.
+    pub(crate) fn verified(&self, ctx: &Ctx) -> Option<(bool, &str)> {
+        let sig = self.sig.as_deref()?;
+        let (err, kind, text) = match (&self.msg, &self.err) {
+            (Some(m), None) => (false, "msg", m),
+            (None, Some(e)) => (true, "err", e),
+            _ => return None,
+        };
+        csrf::flash_verify(&ctx.csrf, kind, text, sig).then_some((err, text.as_str()))
+    }
 }
 
 /// `3m 20s`, `2h 5m`, `4d 1h`.

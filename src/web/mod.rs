@@ -63,15 +63,29 @@
 //!   everyone the proxy serves; configure authorization there.
 //! * **CSRF.** Every state change is a POST carrying a token in a hidden field: the HMAC
 //!   (SHA-256, with a random key made per router) of a random value in a `SameSite=Strict`,
-//!   `HttpOnly` cookie. A POST without a matching token gets 403.
+//!   `HttpOnly` cookie (also `Secure` with
+//!   [`WebAdmin::secure_cookies`](crate::web::WebAdmin::secure_cookies), or when the
+//!   request's URI says `https`). A POST without a matching token gets 403.
+//! * **Redirects and banners.** After an action the admin redirects to the page the form
+//!   was on: only a path on this site, one leading `/`, no backslash or control
+//!   character; any other `back` value gets 400 before the action. The banner text after
+//!   the redirect is signed for the browser: a link from elsewhere cannot put its own
+//!   words in the banner.
+//! * **Headers.** Every response carries a `Content-Security-Policy` (no script but the
+//!   page's own, hashed; inline styles; images from the admin itself or `data:` URLs only;
+//!   fetches to the admin only; no framing), `X-Frame-Options: DENY`,
+//!   `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 //! * Everything shown (payloads, errors, type tags, reasons) is HTML-escaped; an email's
 //!   HTML body is shown in an `<iframe sandbox>` with no scripts, forms or same-origin
-//!   access.
+//!   access, and under the page's policy: its remote images are not fetched (a tracking
+//!   pixel would tell the sender the email was opened) unless the operator follows the
+//!   page's "Load remote images" link, which allows them on that one page.
 
 mod auth;
 mod csrf;
 #[cfg(feature = "smtp")]
 mod email;
+mod headers;
 mod layout;
 mod pages;
 mod sampler;
@@ -97,6 +111,7 @@ pub struct WebAdmin<B> {
     auth: auth::AuthConfig,
     sample_every: Duration,
     message_id_domain: Option<String>,
+    secure_cookies: bool,
 }
 
 /// The web admin with the defaults, for `app.nest("/outbox", outbox::web::router(admin))`:
@@ -116,6 +131,7 @@ impl<B: Backend> WebAdmin<B> {
             auth: auth::AuthConfig::default(),
             sample_every: Duration::from_secs(10),
             message_id_domain: None,
+            secure_cookies: false,
         }
     }
 
@@ -181,6 +197,15 @@ impl<B: Backend> WebAdmin<B> {
         self
     }
 
+    /// Marks the CSRF cookie `Secure` (sent over HTTPS only) on every response. Turn it on
+    /// when the admin is served over HTTPS, in particular behind a proxy that ends TLS
+    /// (the router then sees plain HTTP requests). Without it the cookie is `Secure` only
+    /// when the request's URI says `https`.
+    pub fn secure_cookies(mut self, secure: bool) -> Self {
+        self.secure_cookies = secure;
+        self
+    }
+
     /// The router: mount it with `app.nest("/outbox", router)` (or serve it alone), and
     /// serve the app with `into_make_service_with_connect_info::<SocketAddr>()`.
     ///
@@ -192,6 +217,7 @@ impl<B: Backend> WebAdmin<B> {
             csrf: csrf::Csrf::new(),
             samples: sampler::Sampler::new(self.sample_every),
             message_id_domain: self.message_id_domain,
+            secure_cookies: self.secure_cookies,
         });
         let auth = Arc::new(self.auth);
         Router::new()
@@ -215,6 +241,7 @@ impl<B: Backend> WebAdmin<B> {
                 pages::prepare::<B>,
             ))
             .layer(middleware::from_fn_with_state(auth, auth::guard))
+            .layer(middleware::from_fn(headers::security_headers))
             .with_state(state)
     }
 }

@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::{
     csrf::{self, Csrf},
+    headers,
     layout::{self, chart, page, Ctx, Flash, Nav},
     sampler::Sampler,
     signature::signature,
@@ -31,6 +32,8 @@ pub(crate) struct State<B> {
     pub(crate) csrf: Csrf,
     pub(crate) samples: Sampler,
     pub(crate) message_id_domain: Option<String>,
+    /// Mark the CSRF cookie `Secure` whatever the request's scheme.
+    pub(crate) secure_cookies: bool,
 }
 
 type St<B> = AxumState<Arc<State<B>>>;
@@ -72,7 +75,8 @@ impl IntoResponse for WebError {
 type PageResult = Result<Response, WebError>;
 
 /// Runs before every handler: starts the sampler, works out the mount path, gives the
-/// browser its CSRF cookie, and refuses a POST whose token does not match it.
+/// browser its CSRF cookie, refuses a POST whose token does not match it, and refuses a
+/// `back` value (form or query) that is not a path on this site, before any action.
 pub(crate) async fn prepare<B: Backend>(
     AxumState(state): St<B>,
     request: Request,
@@ -93,6 +97,15 @@ pub(crate) async fn prepare<B: Backend>(
         Some(n) => (n, false),
         None => (state.csrf.new_nonce(), true),
     };
+    let secure = state.secure_cookies
+        || request.uri().scheme_str() == Some("https")
+        || request
+            .extensions()
+            .get::<OriginalUri>()
+            .is_some_and(|OriginalUri(u)| u.scheme_str() == Some("https"));
+    if let Some(refusal) = refuse_back(request.uri().query().unwrap_or("").as_bytes()) {
+        return refusal;
+    }
     let mut request = request;
     if request.method() == Method::POST {
         let (parts, body) = request.into_parts();
@@ -111,6 +124,9 @@ pub(crate) async fn prepare<B: Backend>(
             )
                 .into_response();
         }
+        if let Some(refusal) = refuse_back(&bytes) {
+            return refusal;
+        }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     let token = state.csrf.token(&nonce);
@@ -119,9 +135,10 @@ pub(crate) async fn prepare<B: Backend>(
     let mut response = next.run(request).await;
     if fresh {
         let cookie = format!(
-            "{}={nonce}; Path={}; HttpOnly; SameSite=Strict",
+            "{}={nonce}; Path={}; HttpOnly; SameSite=Strict{}",
             csrf::COOKIE,
-            utf8_percent_encode(&path, percent_encoding::CONTROLS)
+            utf8_percent_encode(&path, percent_encoding::CONTROLS),
+            if secure { "; Secure" } else { "" }
         );
         if let Ok(v) = header::HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, v);
@@ -132,6 +149,33 @@ pub(crate) async fn prepare<B: Backend>(
         header::HeaderValue::from_static("no-store"),
     );
     response
+}
+
+/// A 400 when a `back` value in `form` (a query or a form body) is not a path on this
+/// site; [`done`] redirects there after an action.
+fn refuse_back(form: &[u8]) -> Option<Response> {
+    let bad = form_urlencoded::parse(form)
+        .filter(|(k, _)| k == "back")
+        .any(|(_, v)| !back_ok(&v));
+    bad.then(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            "the form's `back` value is not a path on this site: it must start with a single \
+             `/` (not `//` or `/\\`) and hold no backslash or control character; nothing was \
+             changed\n",
+        )
+            .into_response()
+    })
+}
+
+/// True for an empty `back` (the overview) or a path on this site: one leading `/`, no
+/// backslash (browsers read it as `/`), no control character (browsers drop tabs and
+/// line breaks from URLs, so `/\t/evil.example` would become `//evil.example`).
+fn back_ok(back: &str) -> bool {
+    back.is_empty()
+        || (back.starts_with('/')
+            && !back.starts_with("//")
+            && !back.chars().any(|c| c == '\\' || c.is_ascii_control()))
 }
 
 /// The path the router is mounted at: the original path less the part the router sees.
@@ -700,13 +744,22 @@ pub(crate) async fn dead_groups<B: Backend>(
     .into_response())
 }
 
-/// GET `/dead/{id}`: one dead letter.
+/// `?remote_images=1` on a dead letter's page: show an email's remote images.
+#[derive(Deserialize, Default)]
+pub(crate) struct ShowQuery {
+    remote_images: Option<String>,
+}
+
+/// GET `/dead/{id}`: one dead letter. An email's remote images stay blocked by the
+/// page's policy unless the operator asked for them (`?remote_images=1`).
 pub(crate) async fn dead_show<B: Backend>(
     AxumState(state): St<B>,
     Extension(ctx): Extension<Ctx>,
     Path(id): Path<String>,
+    Query(show): Query<ShowQuery>,
     Query(flash): Query<Flash>,
 ) -> PageResult {
+    let remote_images = show.remote_images.is_some_and(|v| v == "1");
     let found = state
         .admin
         .dead_letters()
@@ -724,11 +777,14 @@ pub(crate) async fn dead_show<B: Backend>(
     };
     #[cfg(feature = "smtp")]
     let email = (d.type_tag == super::signature::EMAIL_TYPE)
-        .then(|| super::email::section(&d, state.message_id_domain.as_deref()))
+        .then(|| {
+            let page = ctx.url(&format!("/dead/{}", seg(d.id.as_str())));
+            super::email::section(&d, state.message_id_domain.as_deref(), remote_images, &page)
+        })
         .flatten();
     #[cfg(not(feature = "smtp"))]
     let email: Option<Markup> = {
-        let _ = &state.message_id_domain;
+        let _ = (&state.message_id_domain, remote_images);
         None
     };
     let back = format!("/dead?type={}", q(&d.type_tag));
@@ -782,7 +838,13 @@ pub(crate) async fn dead_show<B: Backend>(
         }
     };
     let title = format!("Dead letter {}", d.id);
-    Ok(page(&ctx, Some(Nav::Dead), &title, &flash, html! {}, body).into_response())
+    let mut response = page(&ctx, Some(Nav::Dead), &title, &flash, html! {}, body).into_response();
+    if remote_images {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, headers::policy(true));
+    }
+    Ok(response)
 }
 
 /// The fields every action form carries (the CSRF token is checked before).
@@ -792,10 +854,11 @@ pub(crate) struct Back {
     back: String,
 }
 
-/// Back to the page the form was on, with the outcome to show.
+/// Back to the page the form was on, with the outcome to show (signed for this browser:
+/// the page shows no banner text that this admin did not write).
 fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
-    // Only a path under the mount point: never another site.
-    let back = if back.starts_with('/') && !back.starts_with("//") && !back.contains('\\') {
+    // Only a path under the mount point: never another site ([`prepare`] refused others).
+    let back = if back_ok(back) && !back.is_empty() {
         back
     } else {
         "/"
@@ -810,7 +873,8 @@ fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
         Ok(m) => ("msg", m),
         Err(e) => ("err", e),
     };
-    Redirect::to(&format!("{target}{sep}{key}={}", q(&text))).into_response()
+    let sig = csrf::flash_sig(&ctx.csrf, key, &text);
+    Redirect::to(&format!("{target}{sep}{key}={}&sig={sig}", q(&text))).into_response()
 }
 
 /// POST `/dead/{id}/requeue`.
