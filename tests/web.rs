@@ -1219,3 +1219,27 @@ fn percent(s: &str) -> String {
         })
         .collect()
 }
+
+/// Pages without a live part (the dead letters, their groups, one dead letter) are not
+/// refreshed: the refresh would fetch the whole page again into it, every 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_without_a_live_part_stay_whole() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    make_dead_letters(&db, 1).await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    for path in ["/dead?type=web.fail", "/dead/groups"] {
+        b.client.goto(&format!("{url}{path}")).await.unwrap();
+        // Two refresh periods.
+        tokio::time::sleep(Duration::from_millis(4_500)).await;
+        let headings = b.client.find_all(Locator::Css("h1")).await.unwrap();
+        let headers = b.client.find_all(Locator::Css("header")).await.unwrap();
+        assert_eq!(
+            (headings.len(), headers.len()),
+            (1, 1),
+            "{path}: the page holds itself after the refresh period"
+        );
+    }
+    b.client.clone().close().await.unwrap();
+}

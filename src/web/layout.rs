@@ -134,7 +134,11 @@ pub(crate) fn page(
                         Some((true, e)) => div.flash.err role="alert" { (e) },
                         None => {},
                     }
-                    div #live { (live) }
+                    // Only pages with a live part get one: the script refreshes `#live`
+                    // from `?live=1`, which the other pages answer with the whole page.
+                    @if !live.0.is_empty() {
+                        div #live { (live) }
+                    }
                     (rest)
                 }
                 script { (PreEscaped(JS)) }
