@@ -45,7 +45,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     ///
     /// Fails before any worker starts when the configuration cannot work
     /// ([`Error::Config`]: a problem found at registration, no registered type, a shutdown
-    /// timeout too long for the leases, an empty retention window, a missing rate bucket)
+    /// timeout too long for the leases, an empty retention window, a missing rate bucket,
+    /// an [`idle_poll`](Outbox::idle_poll) whose minimum is zero or above its maximum)
     /// or the database cannot be reached while preparing. Once the workers run, database
     /// errors are logged and retried, not returned.
     pub async fn run_until<F: Future<Output = ()>>(&self, signal: F) -> Result<(), Error> {
