@@ -497,6 +497,21 @@ async fn configuration_mistakes_are_reported_before_anything_runs() {
         .unwrap_err()
         .to_string()
         .contains("concurrency must be at least 1"));
+
+    for (min, max) in [
+        (Duration::ZERO, Duration::from_secs(1)),
+        (Duration::from_secs(2), Duration::from_secs(1)),
+    ] {
+        let polls = Outbox::with_state(db.backend(), Arc::clone(&seen))
+            .register::<Welcome, _>(welcome)
+            .idle_poll(min, max);
+        let err = polls.drain().await.unwrap_err();
+        assert!(matches!(err, Error::Config(_)));
+        assert!(
+            err.to_string().contains("idle_poll needs 0 < min ≤ max"),
+            "{err}"
+        );
+    }
 }
 
 #[tokio::test]
