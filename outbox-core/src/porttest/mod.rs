@@ -109,6 +109,8 @@ macro_rules! port_suite {
             settle::bury_moves_to_the_dead_letters,
             settle::stale_claims_are_fenced,
             settle::mixed_batch_counts_exactly,
+            settle::a_partly_fenced_batch_names_the_fenced,
+            settle::a_fenced_bury_writes_no_dead_letter,
             settle::attempt_log_keeps_the_last_entries,
             lease::lease_expires_after_its_duration,
             lease::heartbeat_extends_the_lease,

@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::{at, claim, counts, ids, insert, message, settlement, t0, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
-    store::{DeadLetterFilter, DeadLetterStore, FailedAttempt, QueueStore, Settle, Settled},
+    store::{
+        DeadLetterFilter, DeadLetterStore, FailedAttempt, Fenced, QueueStore, Settle, Settled,
+    },
     Enqueued, NewMessage,
 };
 
@@ -57,7 +59,7 @@ pub async fn done_without_keep_deletes<H: PortHarness>(h: &H) {
         s,
         Settled {
             applied: 1,
-            fenced: 0
+            fenced: vec![]
         }
     );
     let n = counts(h, t, at(30)).await;
@@ -95,7 +97,7 @@ pub async fn done_with_keep_keeps_a_done_row<H: PortHarness>(h: &H) {
         s,
         Settled {
             applied: 1,
-            fenced: 0
+            fenced: vec![]
         }
     );
     let n = counts(h, t, at(30)).await;
@@ -317,7 +319,7 @@ pub async fn bury_moves_to_the_dead_letters<H: PortHarness>(h: &H) {
         s,
         Settled {
             applied: 1,
-            fenced: 0
+            fenced: vec![]
         }
     );
     let dead = b.list_dead(&DeadLetterFilter::all(), 10, 0).await.unwrap();
@@ -366,26 +368,26 @@ pub async fn stale_claims_are_fenced<H: PortHarness>(h: &H) {
             })
             .collect::<Vec<_>>()
     };
-    let fenced = Settled {
+    let all_fenced = |batch: &[crate::store::Settlement]| Settled {
         applied: 0,
-        fenced: 5,
+        fenced: batch.iter().map(Fenced::of).collect(),
     };
     let old_owner_old_claim = batch(&old, &|_| 1);
     assert_eq!(
         b.settle("w1", &old_owner_old_claim, now).await.unwrap(),
-        fenced,
+        all_fenced(&old_owner_old_claim),
         "the old owner's settlements"
     );
     let new_owner_old_claim = batch(&new, &|_| 1);
     assert_eq!(
         b.settle("w2", &new_owner_old_claim, now).await.unwrap(),
-        fenced,
+        all_fenced(&new_owner_old_claim),
         "the new owner naming the old claim"
     );
     let old_owner_new_claim = batch(&new, &|_| 2);
     assert_eq!(
         b.settle("w1", &old_owner_new_claim, now).await.unwrap(),
-        fenced,
+        all_fenced(&old_owner_new_claim),
         "another owner naming the current claim"
     );
     let n = counts(h, t, expired).await;
@@ -398,14 +400,19 @@ pub async fn stale_claims_are_fenced<H: PortHarness>(h: &H) {
         b.settle("w2", &batch(&new, &|_| 2), now).await.unwrap(),
         Settled {
             applied: 5,
-            fenced: 0
+            fenced: vec![]
         },
         "the current owner's settlements apply"
     );
     assert_eq!(
         b.settle("w2", &batch(&new, &|_| 2), now).await.unwrap(),
-        fenced,
+        all_fenced(&batch(&new, &|_| 2)),
         "a settlement of a settled message"
+    );
+    assert_eq!(
+        b.count_dead(&DeadLetterFilter::all()).await.unwrap(),
+        1,
+        "only the current owner's bury wrote a dead letter"
     );
 }
 
@@ -436,8 +443,9 @@ pub async fn mixed_batch_counts_exactly<H: PortHarness>(h: &H) {
         s,
         Settled {
             applied: 5,
-            fenced: 2
-        }
+            fenced: vec![Fenced::of(&batch[5]), Fenced::of(&batch[6])],
+        },
+        "the stale claim and the unknown message, by message and claim"
     );
     let n = counts(h, t, at(30)).await;
     assert_eq!(
@@ -452,6 +460,120 @@ pub async fn mixed_batch_counts_exactly<H: PortHarness>(h: &H) {
         (1, 0, 1, 1, 1, 1),
         "released, still held (stale claim), retrying, done, dead; the delivered one is gone"
     );
+}
+
+/// A batch in which some settlements are fenced (their messages were rescued and claimed
+/// by another worker) applies the others and names exactly the fenced ones, each by
+/// message and claim: every kind, on both sides. The fenced messages stay as the other
+/// worker holds them; a fenced bury writes no dead letter.
+pub async fn a_partly_fenced_batch_names_the_fenced<H: PortHarness>(h: &H) {
+    let t = "port_partly_fenced";
+    let rows: Vec<_> = (0..10).map(|n| message(t, n)).collect();
+    insert(h, &rows).await;
+    let b = h.backend();
+    // w1 claims the first five; they expire and w2 takes them over.
+    let taken = claim(h, t, "w1", 5, at(0)).await;
+    let expired = at(0) + LEASE + Duration::from_millis(1);
+    assert_eq!(b.rescue_expired(&[t], Now::At(expired)).await.unwrap(), 5);
+    let over = claim(h, t, "w2", 5, expired).await;
+    assert_eq!(ids(&over), ids(&taken));
+    // w1 claims the other five and settles all ten, each kind twice: once stale, once held.
+    let held = claim(h, t, "w1", 10, expired).await;
+    assert_eq!(held.len(), 5);
+    let mut batch = Vec::new();
+    for (i, kind) in every_kind().into_iter().enumerate() {
+        batch.push(settlement(&held[i], kind.clone()));
+        batch.push(settlement(&taken[i], kind));
+    }
+    let now = Now::At(expired + Duration::from_millis(10));
+    let s = b.settle("w1", &batch, now).await.unwrap();
+    let stale: Vec<_> = batch.iter().skip(1).step_by(2).map(Fenced::of).collect();
+    assert_eq!(
+        s,
+        Settled {
+            applied: 5,
+            fenced: stale
+        },
+        "the five held applied; the five taken over are named, in the batch's order"
+    );
+    let n = counts(h, t, now.or_system()).await;
+    assert_eq!(
+        (n.pending, n.running, n.retrying, n.done, n.dead),
+        (1, 5, 1, 1, 1),
+        "the held five: released, retrying, done, dead, deleted; the taken five: still w2's"
+    );
+    let dead = b.list_dead(&DeadLetterFilter::all(), 10, 0).await.unwrap();
+    assert_eq!(
+        dead.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![held[4].id.clone()],
+        "only the held message's bury wrote a dead letter"
+    );
+    // w2 still holds its five under claim 2: its own settlements apply.
+    let theirs: Vec<_> = over
+        .iter()
+        .map(|c| {
+            let done = Settle::Done {
+                keep: false,
+                note: None,
+            };
+            settlement(c, done)
+        })
+        .collect();
+    assert_eq!(
+        b.settle("w2", &theirs, now).await.unwrap(),
+        Settled {
+            applied: 5,
+            fenced: vec![]
+        }
+    );
+}
+
+/// A bury whose message was taken over writes no dead letter and leaves the message with
+/// its new holder, alone in its batch or beside buries that apply.
+pub async fn a_fenced_bury_writes_no_dead_letter<H: PortHarness>(h: &H) {
+    let t = "port_fenced_bury";
+    let rows: Vec<_> = (0..3).map(|n| message(t, n)).collect();
+    insert(h, &rows).await;
+    let b = h.backend();
+    let stale = claim(h, t, "w1", 2, at(0)).await;
+    let expired = at(0) + LEASE + Duration::from_millis(1);
+    assert_eq!(b.rescue_expired(&[t], Now::At(expired)).await.unwrap(), 2);
+    let over = claim(h, t, "w2", 2, expired).await;
+    assert_eq!(ids(&over), ids(&stale));
+    let bury = || Settle::Bury {
+        reason: "gave up".into(),
+    };
+    let now = Now::At(expired + Duration::from_millis(10));
+    let alone = [settlement(&stale[0], bury())];
+    assert_eq!(
+        b.settle("w1", &alone, now).await.unwrap(),
+        Settled {
+            applied: 0,
+            fenced: vec![Fenced::of(&alone[0])]
+        }
+    );
+    assert_eq!(b.count_dead(&DeadLetterFilter::all()).await.unwrap(), 0);
+    let held = claim(h, t, "w1", 1, expired).await;
+    let beside = [
+        settlement(&stale[1], bury()),
+        settlement(&held[0], bury()),
+        settlement(&stale[0], bury()),
+    ];
+    assert_eq!(
+        b.settle("w1", &beside, now).await.unwrap(),
+        Settled {
+            applied: 1,
+            fenced: vec![Fenced::of(&beside[0]), Fenced::of(&beside[2])]
+        }
+    );
+    let dead = b.list_dead(&DeadLetterFilter::all(), 10, 0).await.unwrap();
+    assert_eq!(
+        dead.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![held[0].id.clone()],
+        "only the held message is dead"
+    );
+    let n = counts(h, t, now.or_system()).await;
+    assert_eq!((n.running, n.dead), (2, 1), "w2 still holds its two");
 }
 
 /// The attempt log keeps the last [`FailedAttempt::LOG_LIMIT`] entries: after more failed

@@ -35,7 +35,9 @@ pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
-pub use queue::{ClaimRequest, Claimed, Held, Retention, Settle, Settled, Settlement, WorkerBeat};
+pub use queue::{
+    ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
+};
 pub use wake::Wakeups;
 
 use crate::Error;
@@ -86,7 +88,9 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Applies a batch of settlements of `owner`'s claims in one transaction. Each one
     /// only applies while its message is still leased to `owner` under its claim; the
-    /// others are counted as fenced and change nothing.
+    /// others are returned as fenced ([`Settled::fenced`], each by message and claim) and
+    /// change nothing: a fenced bury writes no dead letter. The worker counts and logs
+    /// only what applied.
     fn settle<'a>(
         &'a self,
         owner: &'a str,

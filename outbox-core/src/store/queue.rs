@@ -121,14 +121,35 @@ pub struct Settlement {
     pub settle: Settle,
 }
 
-/// What a batch of settlements did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a batch of settlements did: every settlement either applied or was fenced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settled {
     /// Settlements applied.
     pub applied: u64,
     /// Settlements refused because the message was no longer leased to this worker under
-    /// that claim (its lease expired and it was rescued, or requeued by an admin).
-    pub fenced: u64,
+    /// that claim (its lease expired and it was rescued, or requeued by an admin), in the
+    /// batch's order. Nothing of theirs was written.
+    pub fenced: Vec<Fenced>,
+}
+
+/// A settlement the database refused: its message was no longer leased to the settling
+/// worker under the claim it names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fenced {
+    /// The message.
+    pub id: MessageId,
+    /// The claim the refused settlement named ([`Settlement::claim`]).
+    pub claim: u32,
+}
+
+impl Fenced {
+    /// The refused `settlement`'s message and claim.
+    pub fn of(settlement: &Settlement) -> Self {
+        Self {
+            id: settlement.id.clone(),
+            claim: settlement.claim,
+        }
+    }
 }
 
 /// How long delivered messages are kept.

@@ -443,9 +443,9 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
             .await
         {
             Ok(settled) => {
-                if settled.fenced > 0 {
+                if !settled.fenced.is_empty() {
                     tracing::warn!(
-                        message.type = shared.settings.type_tag, fenced = settled.fenced,
+                        message.type = shared.settings.type_tag, fenced = settled.fenced.len(),
                         "results not recorded: those messages' leases had expired and were taken over"
                     );
                 }

@@ -156,6 +156,7 @@ static QUERIES: Queries = Queries {
     settle_retry: include_str!("queries/settle_retry.sql"),
     settle_release: include_str!("queries/settle_release.sql"),
     settle_bury: &[include_str!("queries/settle_bury.sql")],
+    settle_owned: include_str!("queries/settle_owned.sql"),
     worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
     worker_delete: include_str!("queries/worker_delete.sql"),
     extend_leases: include_str!("queries/extend_leases.sql"),
@@ -201,6 +202,10 @@ impl Dialect for PostgresBackend {
 
     fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
         Box::pin(tx.commit())
+    }
+
+    fn rollback(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
+        Box::pin(tx.rollback())
     }
 
     fn execute<'a>(

@@ -16,15 +16,20 @@
 pub(crate) mod enqueue;
 pub(crate) mod rows;
 
-use std::time::{Duration, SystemTime};
+use std::{
+    collections::HashSet,
+    time::{Duration, SystemTime},
+};
 
 use futures::future::BoxFuture;
 
-use self::rows::{beat_json, filter_args, fold_counts, json, millis_ceil, SettlementGroups};
+use self::rows::{
+    beat_json, claims_json, filter_args, fold_counts, json, millis_ceil, SettlementGroups,
+};
 use crate::{
     clock::{unix_millis, Now},
     store::{
-        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore,
+        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
         PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued, Settled,
         Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
     },
@@ -152,8 +157,12 @@ pub struct Queries {
     pub settle_retry: &'static str,
     /// Messages back in the queue unchanged (settlement).
     pub settle_release: &'static str,
-    /// Messages moved to the dead letters (settlement); the first decides the count.
+    /// Messages moved to the dead letters (settlement); the last decides the count (it
+    /// removes them from the queue).
     pub settle_bury: &'static [&'static str],
+    /// Which of a batch's claims are still leased to the settling worker, locked until
+    /// the transaction ends (only when a batch was partly fenced).
+    pub settle_owned: &'static str,
     /// Registry row of a worker.
     pub worker_heartbeat: &'static str,
     /// Removes a worker from the registry.
@@ -220,6 +229,9 @@ pub trait Dialect: Clone + Send + Sync + 'static {
     /// Commits a write transaction.
     fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>>;
 
+    /// Rolls a write transaction back.
+    fn rollback(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>>;
+
     /// Runs `sql` with `args` in `tx`, or on the pool; returns the rows it changed.
     fn execute<'a>(
         &'a self,
@@ -285,21 +297,49 @@ type Statement<'a> = (&'static str, &'a [Arg<'a>]);
 
 /// Runs `statements` in order in one write transaction, again from the start after a
 /// transient error (up to [`WRITE_RETRIES`] times); returns each statement's count of
-/// changed rows. Every write of the port goes through it.
+/// changed rows. Every write of the port goes through it (or through
+/// [`write_if`]).
 async fn write<D: Dialect>(db: &D, statements: &[Statement<'_>]) -> Result<Vec<u64>, Error> {
+    let changed = write_if(db, statements, |_| true).await?;
+    Ok(changed.expect("always kept"))
+}
+
+/// Runs `statements` in order in one write transaction and commits it if `keep` accepts
+/// their counts of changed rows (returned), else rolls it back (`None`); again from the
+/// start after a transient error, as [`write`].
+async fn write_if<D: Dialect>(
+    db: &D,
+    statements: &[Statement<'_>],
+    keep: impl Fn(&[u64]) -> bool,
+) -> Result<Option<Vec<u64>>, Error> {
+    let keep = &keep;
+    transient_retries::<D, _, _, _>(|| async move {
+        let mut tx = db.begin_write().await?;
+        let mut changed = Vec::with_capacity(statements.len());
+        for (sql, args) in statements {
+            changed.push(db.execute(Some(&mut tx), sql, args).await?);
+        }
+        if !keep(&changed) {
+            D::rollback(tx).await?;
+            return Ok(None);
+        }
+        D::commit(tx).await?;
+        Ok(Some(changed))
+    })
+    .await
+}
+
+/// Runs the write transaction `run` starts, again from the start after a transient error
+/// (up to [`WRITE_RETRIES`] times, with a short growing pause).
+async fn transient_retries<D, T, F, Fut>(mut run: F) -> Result<T, Error>
+where
+    D: Dialect,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+{
     let mut attempt = 0u32;
     loop {
-        let result: Result<Vec<u64>, sqlx::Error> = async {
-            let mut tx = db.begin_write().await?;
-            let mut changed = Vec::with_capacity(statements.len());
-            for (sql, args) in statements {
-                changed.push(db.execute(Some(&mut tx), sql, args).await?);
-            }
-            D::commit(tx).await?;
-            Ok(changed)
-        }
-        .await;
-        match result {
+        match run().await {
             Err(e) if D::is_transient(&e) && attempt < WRITE_RETRIES => {
                 attempt += 1;
                 let jitter = u64::from(attempt * 7 % 11);
@@ -308,6 +348,50 @@ async fn write<D: Dialect>(db: &D, statements: &[Statement<'_>]) -> Result<Vec<u
             }
             other => return other.map_err(Error::from),
         }
+    }
+}
+
+/// The statements that apply `groups` (settlements by kind) for `owner` at `now`, each
+/// with its parameters, and which statement of each kind counts how many of it applied.
+struct SettleStatements<'a> {
+    args: Vec<(&'static [&'static str], [Arg<'a>; 3])>,
+}
+
+impl<'a> SettleStatements<'a> {
+    fn new(
+        q: &'static Queries,
+        groups: &'a SettlementGroups,
+        owner: &'a str,
+        now: Option<i64>,
+    ) -> Self {
+        let kinds: [(&Option<String>, &'static [&'static str]); 5] = [
+            (&groups.delete, std::slice::from_ref(&q.settle_delete)),
+            (&groups.done, std::slice::from_ref(&q.settle_done)),
+            (&groups.retry, std::slice::from_ref(&q.settle_retry)),
+            (&groups.release, std::slice::from_ref(&q.settle_release)),
+            (&groups.bury, q.settle_bury),
+        ];
+        let args = kinds
+            .into_iter()
+            .filter_map(|(rows, sqls)| {
+                let rows = rows.as_deref()?;
+                Some((sqls, [Arg::Text(owner), Arg::OptInt(now), Arg::Text(rows)]))
+            })
+            .collect();
+        Self { args }
+    }
+
+    /// The statements in the order they run, and the index of each kind's counting one
+    /// (its last: a bury's copy may count a replaced dead letter twice on MariaDB, its
+    /// delete counts each message once).
+    fn statements(&self) -> (Vec<Statement<'_>>, Vec<usize>) {
+        let mut statements = Vec::new();
+        let mut counted = Vec::new();
+        for (sqls, args) in &self.args {
+            statements.extend(sqls.iter().map(|sql| (*sql, &args[..])));
+            counted.push(statements.len() - 1);
+        }
+        (statements, counted)
     }
 }
 
@@ -344,37 +428,55 @@ impl<D: Dialect> QueueStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Settled, Error>> {
         Box::pin(async move {
-            let q = self.queries();
-            let groups = SettlementGroups::of(settlements)?;
-            let now = self.now_ms(now);
-            let kinds: [(&Option<String>, &[&'static str]); 5] = [
-                (&groups.delete, std::slice::from_ref(&q.settle_delete)),
-                (&groups.done, std::slice::from_ref(&q.settle_done)),
-                (&groups.retry, std::slice::from_ref(&q.settle_retry)),
-                (&groups.release, std::slice::from_ref(&q.settle_release)),
-                (&groups.bury, q.settle_bury),
-            ];
-            let args: Vec<(&[&'static str], [Arg<'_>; 3])> = kinds
-                .iter()
-                .filter_map(|(rows, sqls)| {
-                    let rows = rows.as_deref()?;
-                    Some((*sqls, [Arg::Text(owner), Arg::OptInt(now), Arg::Text(rows)]))
-                })
-                .collect();
-            let mut statements = Vec::new();
-            let mut counted = Vec::new();
-            for (sqls, args) in &args {
-                // The first statement of a kind decides how many of it applied.
-                counted.push(statements.len());
-                statements.extend(sqls.iter().map(|sql| (*sql, &args[..])));
+            if settlements.is_empty() {
+                return Ok(Settled::default());
             }
-            let changed = write(self, &statements).await?;
-            let applied: u64 = counted.iter().map(|&i| changed[i]).sum();
-            let applied = applied.min(settlements.len() as u64);
-            Ok(Settled {
-                applied,
-                fenced: settlements.len() as u64 - applied,
+            let q = self.queries();
+            let now = self.now_ms(now);
+            // Fast path: every settlement applies (the counts say so) and is committed.
+            let groups = SettlementGroups::of(settlements)?;
+            let plan = SettleStatements::new(q, &groups, owner, now);
+            let (statements, counted) = plan.statements();
+            let all = settlements.len() as u64;
+            let every_one =
+                |changed: &[u64]| counted.iter().map(|&i| changed[i]).sum::<u64>() == all;
+            if write_if(self, &statements, every_one).await?.is_some() {
+                return Ok(Settled {
+                    applied: all,
+                    fenced: Vec::new(),
+                });
+            }
+            // Some were fenced (rare): that transaction was rolled back. In a new one, lock
+            // the claims still leased to `owner` and apply the settlements of those only.
+            let claims = claims_json(settlements)?;
+            let owned_args = &[Arg::Text(owner), Arg::Text(&claims)];
+            transient_retries::<Self, _, _, _>(|| async move {
+                let mut tx = self.begin_write().await?;
+                let rows = self
+                    .fetch(Some(&mut tx), q.settle_owned, owned_args)
+                    .await?;
+                let mut owned = HashSet::with_capacity(rows.len());
+                for row in &rows {
+                    let claim = u32::try_from(row.int(1)?).unwrap_or(u32::MAX);
+                    owned.insert((row.text(0)?, claim));
+                }
+                let (applies, fenced): (Vec<&Settlement>, Vec<&Settlement>) = settlements
+                    .iter()
+                    .partition(|s| owned.contains(&(s.id.as_str().to_owned(), s.claim)));
+                if !applies.is_empty() {
+                    let groups = SettlementGroups::of(applies.iter().copied())?;
+                    let plan = SettleStatements::new(q, &groups, owner, now);
+                    for (sql, args) in plan.statements().0 {
+                        self.execute(Some(&mut tx), sql, args).await?;
+                    }
+                }
+                Self::commit(tx).await?;
+                Ok(Settled {
+                    applied: applies.len() as u64,
+                    fenced: fenced.into_iter().map(Fenced::of).collect(),
+                })
             })
+            .await
         })
     }
 

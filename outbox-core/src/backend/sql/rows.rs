@@ -78,7 +78,9 @@ pub(crate) struct SettlementGroups {
 
 impl SettlementGroups {
     /// Groups `settlements` by kind.
-    pub(crate) fn of(settlements: &[Settlement]) -> Result<Self, sqlx::Error> {
+    pub(crate) fn of<'s>(
+        settlements: impl IntoIterator<Item = &'s Settlement>,
+    ) -> Result<Self, sqlx::Error> {
         let (mut delete, mut done, mut retry, mut release, mut bury) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for s in settlements {
@@ -128,6 +130,26 @@ impl SettlementGroups {
             bury: encode(bury)?,
         })
     }
+}
+
+/// A settled claim as `settle_owned.sql` reads it from its JSON parameter.
+#[derive(Serialize)]
+struct ClaimRef<'a> {
+    id: &'a str,
+    claim: u32,
+}
+
+/// The messages and claims `settlements` name, as the JSON parameter of
+/// `settle_owned.sql`: `[{"id","claim"}]`.
+pub(crate) fn claims_json(settlements: &[Settlement]) -> Result<String, sqlx::Error> {
+    let claims: Vec<ClaimRef<'_>> = settlements
+        .iter()
+        .map(|s| ClaimRef {
+            id: s.id.as_str(),
+            claim: s.claim,
+        })
+        .collect();
+    json(&claims)
 }
 
 /// A worker as the registry statement reads it from its JSON parameter.

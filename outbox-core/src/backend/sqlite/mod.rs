@@ -99,6 +99,7 @@ static QUERIES: Queries = Queries {
         include_str!("queries/settle_bury_copy.sql"),
         include_str!("queries/settle_delete.sql"),
     ],
+    settle_owned: include_str!("queries/settle_owned.sql"),
     worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
     worker_delete: include_str!("queries/worker_delete.sql"),
     extend_leases: include_str!("queries/extend_leases.sql"),
@@ -149,6 +150,10 @@ impl Dialect for SqliteBackend {
 
     fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
         Box::pin(tx.commit())
+    }
+
+    fn rollback(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
+        Box::pin(tx.rollback())
     }
 
     fn execute<'a>(
