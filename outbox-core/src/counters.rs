@@ -1,7 +1,8 @@
 //! In-process tallies of what the workers did, for drain reports and logs, and the same
-//! events as `metrics` counters per type: bumped once per attempt by the worker's settle
-//! step (where each attempt's settlement is decided), read by the outbox (and by whatever
-//! recorder the application installed).
+//! events as `metrics` counters per type: bumped once per attempt by the worker's flusher
+//! once the attempt's settlement is written (a settlement the database refused because the
+//! message's lease had been taken over counts nothing), read by the outbox (and by
+//! whatever recorder the application installed).
 
 use std::sync::{
     atomic::{AtomicU64, Ordering},
@@ -39,7 +40,7 @@ pub mod names {
     pub const OLDEST_DUE_AGE: &str = "outbox_oldest_due_age_seconds";
 }
 
-/// Shared counters, bumped by every worker's settle step.
+/// Shared counters, bumped by every worker's flusher for the settlements it wrote.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     delivered: AtomicU64,
@@ -110,7 +111,8 @@ impl DeliveryCounts {
     }
 }
 
-/// What one attempt's end counts as, decided with its settlement.
+/// What one attempt's end counts as, decided with its settlement and counted once that
+/// settlement is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// The handler returned `Ok`.
@@ -126,6 +128,8 @@ pub(crate) enum Outcome {
         /// The last attempt's worker stopped without reporting; that attempt counts as a
         /// failed attempt too.
         lost_attempt: bool,
+        /// Attempts made, including the last (for the log line of the move).
+        attempts: u32,
     },
 }
 
@@ -147,7 +151,7 @@ impl Tally {
         metrics::counter!(name, "type" => self.queue).increment(1);
     }
 
-    /// Counts one attempt's end.
+    /// Counts one attempt's end (its settlement was written).
     pub(crate) fn record(&self, outcome: Outcome) {
         match outcome {
             Outcome::Delivered => {
@@ -163,7 +167,7 @@ impl Tally {
                 self.totals.deferred();
                 self.count(names::DEFERRED);
             }
-            Outcome::GivenUp { lost_attempt } => {
+            Outcome::GivenUp { lost_attempt, .. } => {
                 if lost_attempt {
                     self.failed_attempt();
                 }

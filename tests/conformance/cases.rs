@@ -1177,3 +1177,202 @@ pub async fn an_oversize_statement_names_the_packet_limit<H: Harness>() {
         assert!(text.contains(part), "`{part}` missing from: {text}");
     }
 }
+
+/// The `metrics` counters recorded on this thread, by `name{labels}`.
+#[derive(Default)]
+struct RecordedCounters(
+    Mutex<std::collections::HashMap<String, Arc<std::sync::atomic::AtomicU64>>>,
+);
+
+impl RecordedCounters {
+    /// The value of counter `name` for type `conf.mail` (0 if never incremented).
+    fn mail(&self, name: &str) -> u64 {
+        let key = format!("{name}{{type=conf.mail}}");
+        self.0
+            .lock()
+            .unwrap()
+            .get(&key)
+            .map_or(0, |c| c.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+impl metrics::Recorder for RecordedCounters {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        let counter = Arc::clone(self.0.lock().unwrap().entry(name).or_default());
+        metrics::Counter::from_arc(counter)
+    }
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+/// A stalled worker's handlers: each records its call, waits for the gate to open, then
+/// fails for good (even numbers) or succeeds (odd numbers).
+struct Stall {
+    started: Calls,
+    gate: tokio::sync::watch::Receiver<bool>,
+    returned: std::sync::atomic::AtomicUsize,
+}
+
+/// A worker that stalled past its lease, whose 20 messages another worker took over and
+/// delivered, finishes its attempts late (10 fail for good, 10 succeed): the database
+/// refuses those results, and the stalled worker counts nothing — not in its delivery
+/// counts, not in the `metrics` counters — writes no dead letter and logs no move to the
+/// dead letters, only one WARN naming the 20 refused results. Runs on one thread, so the
+/// test's subscriber and `metrics` recorder see every worker's events.
+pub async fn a_fenced_off_workers_results_count_nothing<H: Harness>() {
+    use outbox::{clock::ManualClock, store::DeadLetterStore};
+    use std::sync::atomic::Ordering;
+    let captured = Captured::default();
+    let _log = tracing::subscriber::set_default(captured.subscriber("outbox_core=info"));
+    let recorder = RecordedCounters::default();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let mails: Vec<Mail> = (0..20).map(|n| Mail { n }).collect();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let stall = Arc::new(Stall {
+        started: Calls::default(),
+        gate,
+        returned: Default::default(),
+    });
+    // The stalled worker runs all 20 at once; once its follow-up claim found nothing it
+    // waits for a wake-up (its due probe looks once an hour), so it claims nothing more.
+    let stalled = Outbox::with_state(h.backend(), Arc::clone(&stall))
+        .idle_poll(Duration::from_secs(3600), Duration::from_secs(3600))
+        .register_with::<Mail, _>(
+            |m: Mail, ctx: MessageContext<Arc<Stall>>| async move {
+                let stall = ctx.state();
+                stall.started.record(m.n);
+                let mut gate = stall.gate.clone();
+                gate.wait_for(|open| *open).await.unwrap();
+                stall.returned.fetch_add(1, Ordering::SeqCst);
+                match m.n % 2 {
+                    0 => Err(HandlerError::permanent("550 no such user")),
+                    _ => Ok(()),
+                }
+            },
+            QueueOptions::new().concurrency(20).batch_size(20),
+        );
+    let rescuer_report = Mutex::new(None);
+    stalled
+        .run_until(async {
+            assert!(
+                eventually(Duration::from_secs(10), || async {
+                    stall.started.len() == 20
+                })
+                .await,
+                "the stalled worker started {} of 20",
+                stall.started.len()
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Another worker, an hour later by its clock (the stalled worker's leases long
+            // expired), takes the messages over and delivers them.
+            let later = ManualClock::new(SystemTime::now() + Duration::from_secs(3600));
+            let rescuer = Outbox::new(h.backend())
+                .clock(Arc::new(later))
+                .register::<Mail, _>(|_: Mail, _: MessageContext| async {
+                    Ok::<(), HandlerError>(())
+                });
+            *rescuer_report.lock().unwrap() = Some(rescuer.drain().await.unwrap());
+            // The stalled worker wakes up and finishes its attempts.
+            open.send(true).unwrap();
+            assert!(
+                eventually(Duration::from_secs(10), || async {
+                    stall.returned.load(Ordering::SeqCst) == 20
+                })
+                .await,
+                "the stalled worker's handlers did not return"
+            );
+        })
+        .await
+        .unwrap();
+    let logs = captured.take();
+
+    let rescued = rescuer_report.lock().unwrap().take().unwrap();
+    assert_eq!(rescued.counts.delivered, 20, "the rescuer delivered all 20");
+    assert_eq!(
+        h.count_messages("conf.mail").await,
+        0,
+        "all delivered and deleted"
+    );
+    let dead = h
+        .backend()
+        .count_dead(&DeadLetterFilter::all())
+        .await
+        .unwrap();
+    assert_eq!(dead, 0, "no dead letter was written");
+    assert_eq!(
+        stalled.delivery_counts(),
+        outbox::DeliveryCounts::default(),
+        "the stalled worker counts none of its refused results"
+    );
+    assert_eq!(
+        (
+            recorder.mail("outbox_delivered_total"),
+            recorder.mail("outbox_dead_lettered_total"),
+            recorder.mail("outbox_retried_total"),
+        ),
+        (20, 0, 0),
+        "the metrics count the 20 deliveries the database applied, and nothing else"
+    );
+    for line in ["moving to the dead letters", "moved to the dead letters"] {
+        assert!(!logs.contains(line), "`{line}` logged:\n{logs}");
+    }
+    let refused: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("results not recorded"))
+        .collect();
+    assert!(
+        !refused.is_empty(),
+        "no WARN about the refused results:\n{logs}"
+    );
+    let named: usize = refused
+        .iter()
+        .map(|l| {
+            l.split("fenced=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or_else(|| panic!("no count in {l}"))
+        })
+        .sum();
+    assert_eq!(named, 20, "{refused:?}");
+    assert!(refused.iter().all(|l| l.contains("WARN")), "{refused:?}");
+}

@@ -121,6 +121,10 @@ macro_rules! conformance {
             async fn a_fast_backlog_grows_the_default_batch() {
                 cases::a_fast_backlog_grows_the_default_batch::<H>().await
             }
+            #[tokio::test]
+            async fn a_fenced_off_workers_results_count_nothing() {
+                cases::a_fenced_off_workers_results_count_nothing::<H>().await
+            }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {
                 processes::three_processes_deliver_each_exactly_once::<H>().await

@@ -11,7 +11,9 @@
 //! * **Settlements** (done, retry, release, bury) are sent to a flusher task that writes
 //!   whatever has accumulated in one transaction while the claims go on; a settlement
 //!   applies only while the message is still leased to this worker under its claim (the
-//!   claim count, which a snooze or release never gives back, unlike the attempt).
+//!   claim count, which a snooze or release never gives back, unlike the attempt). The
+//!   flusher counts each attempt's outcome (and logs a move to the dead letters) only once
+//!   its settlement applied; the refused ones are named in one WARN and count nothing.
 //! * **Heartbeats** are the process's ([`super::hub`]): one for all its workers.
 //! * **Wake-ups**: a claim that finds nothing leaves the worker idle, without polling,
 //!   until its backend signals a commit of its type (PostgreSQL NOTIFY, a SQLite commit in
@@ -23,7 +25,7 @@
 //! the process dies first the messages come back when their lease expires (at-least-once).
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
@@ -51,7 +53,8 @@ use super::{
     WorkerSettings,
 };
 use crate::{
-    store::{Backend, ClaimRequest, Claimed, Settlement},
+    counters::Outcome,
+    store::{Backend, ClaimRequest, Claimed, Settle, Settled, Settlement},
     Error,
 };
 
@@ -68,6 +71,8 @@ const MAX_SETTLE_BATCH: usize = 1_000;
 const SETTLE_TRIES: u32 = 8;
 /// Longest a settlement waits for others to share its transaction.
 const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
+/// Most message ids named in the log line of a batch's refused settlements.
+const MAX_FENCED_IDS_LOGGED: usize = 20;
 
 /// The apalis backend of one worker.
 pub(crate) struct Engine<B: Backend> {
@@ -376,29 +381,33 @@ impl<B: Backend> BackendConfig for Engine<B> {
 }
 
 /// Writes settlements in batches until every sender is gone.
-async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiver<Settlement>) {
-    let mut batch = Vec::new();
+async fn flush<B: Backend>(
+    shared: Arc<Shared<B>>,
+    mut rx: mpsc::UnboundedReceiver<(Settlement, Option<Outcome>)>,
+) {
+    let mut pending = Vec::new();
     while let Some(first) = rx.recv().await {
-        batch.push(first);
+        pending.push(first);
         // Attempts still running will report soon: let them share this transaction, up to
         // the largest claim or MAX_SETTLE_WAIT. Once none runs, nothing is gained by waiting.
         let deadline = tokio::time::Instant::now() + MAX_SETTLE_WAIT;
         let enough = shared.settings.max_batch_size.clamp(1, MAX_SETTLE_BATCH);
         loop {
             while let Ok(s) = rx.try_recv() {
-                batch.push(s);
-                if batch.len() >= MAX_SETTLE_BATCH {
+                pending.push(s);
+                if pending.len() >= MAX_SETTLE_BATCH {
                     break;
                 }
             }
-            if batch.len() >= enough || shared.running.load(Ordering::SeqCst) == 0 {
+            if pending.len() >= enough || shared.running.load(Ordering::SeqCst) == 0 {
                 break;
             }
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(s)) => batch.push(s),
+                Ok(Some(s)) => pending.push(s),
                 Ok(None) | Err(_) => break,
             }
         }
+        let (batch, outcomes): (Vec<Settlement>, Vec<Option<Outcome>>) = pending.drain(..).unzip();
         // These claims are settled from here on: their leases need no more extending. The
         // entries go before the write, while the database still shows the rows running, so
         // a new claim of the same message (after a release) cannot be mistaken for them.
@@ -410,12 +419,13 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
                 }
             }
         }
-        if !write_settlements(&shared, &batch).await {
+        if !write_settlements(&shared, &batch, &outcomes).await {
             // The database keeps refusing the batch: one settlement may be what it refuses.
             // Written one by one, the others get through; one that still fails is given up
-            // (its message comes back when its lease expires) instead of blocking the rest.
-            for one in batch.chunks(1) {
-                if !write_settlements(&shared, one).await {
+            // (its message comes back when its lease expires, and counts nothing here)
+            // instead of blocking the rest.
+            for (one, outcome) in batch.chunks(1).zip(outcomes.chunks(1)) {
+                if !write_settlements(&shared, one, outcome).await {
                     tracing::error!(
                         message.type = shared.settings.type_tag, message.id = %one[0].id,
                         "gave up recording this message's result; it is delivered again after its lease"
@@ -423,17 +433,22 @@ async fn flush<B: Backend>(shared: Arc<Shared<B>>, mut rx: mpsc::UnboundedReceiv
                 }
             }
         }
+        // Counted (in `written`) before a clean stop can see nothing unwritten, so a drain's
+        // report includes every outcome its workers recorded.
         shared.unwritten.fetch_sub(batch.len(), Ordering::SeqCst);
-        batch.clear();
         shared.all_settled.notify_waiters();
     }
 }
 
-/// Writes `batch` in one transaction. While the database cannot be reached it tries again
-/// for as long as it takes (giving up would deliver finished messages twice); when the
-/// database refuses the statement itself, it tries [`SETTLE_TRIES`] times with a growing
-/// pause and returns false.
-async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement]) -> bool {
+/// Writes `batch` in one transaction, then counts and logs what applied ([`written`]).
+/// While the database cannot be reached it tries again for as long as it takes (giving up
+/// would deliver finished messages twice); when the database refuses the statement itself,
+/// it tries [`SETTLE_TRIES`] times with a growing pause and returns false.
+async fn write_settlements<B: Backend>(
+    shared: &Shared<B>,
+    batch: &[Settlement],
+    outcomes: &[Option<Outcome>],
+) -> bool {
     let mut pause = Duration::from_millis(50);
     let mut refusals = 0;
     loop {
@@ -443,12 +458,7 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
             .await
         {
             Ok(settled) => {
-                if !settled.fenced.is_empty() {
-                    tracing::warn!(
-                        message.type = shared.settings.type_tag, fenced = settled.fenced.len(),
-                        "results not recorded: those messages' leases had expired and were taken over"
-                    );
-                }
+                written(shared, batch, outcomes, &settled);
                 return true;
             }
             Err(e) => {
@@ -472,6 +482,51 @@ async fn write_settlements<B: Backend>(shared: &Shared<B>, batch: &[Settlement])
             }
         }
     }
+}
+
+/// After `batch` was written: counts the outcome of every settlement that applied and logs
+/// each move to the dead letters among them; the fenced ones (their message's lease was
+/// taken over) count nothing and are named in one WARN.
+fn written<B: Backend>(
+    shared: &Shared<B>,
+    batch: &[Settlement],
+    outcomes: &[Option<Outcome>],
+    settled: &Settled,
+) {
+    let fenced: HashSet<(&str, u32)> = settled
+        .fenced
+        .iter()
+        .map(|f| (f.id.as_str(), f.claim))
+        .collect();
+    let type_tag = shared.settings.type_tag;
+    for (s, outcome) in batch.iter().zip(outcomes) {
+        if !fenced.is_empty() && fenced.contains(&(s.id.as_str(), s.claim)) {
+            continue;
+        }
+        let Some(outcome) = *outcome else { continue };
+        shared.settings.tally.record(outcome);
+        if let (Outcome::GivenUp { attempts, .. }, Settle::Bury { reason }) = (outcome, &s.settle) {
+            tracing::warn!(
+                message.type = type_tag, message.id = %s.id, attempts, reason = %reason,
+                "moved to the dead letters"
+            );
+        }
+    }
+    if settled.fenced.is_empty() {
+        return;
+    }
+    let shown = settled.fenced.iter().take(MAX_FENCED_IDS_LOGGED);
+    let mut ids = shown.map(|f| f.id.as_str()).collect::<Vec<_>>().join(", ");
+    if settled.fenced.len() > MAX_FENCED_IDS_LOGGED {
+        ids.push_str(&format!(
+            " and {} more",
+            settled.fenced.len() - MAX_FENCED_IDS_LOGGED
+        ));
+    }
+    tracing::warn!(
+        message.type = type_tag, fenced = settled.fenced.len(), ids = %ids,
+        "results not recorded (not counted, nothing moved): those messages' leases had expired and were taken over"
+    );
 }
 
 impl<B: Backend> std::fmt::Debug for Engine<B> {

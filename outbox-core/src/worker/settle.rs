@@ -1,6 +1,7 @@
 //! The engine's own middleware (outermost, around the outbox layers): turns how each
-//! attempt ended into a settlement for the flusher, and counts the outcome (the one place
-//! every attempt's end is seen once). Nothing is written on this path.
+//! attempt ended into a settlement for the flusher, with what it counts as (the one place
+//! every attempt's end is seen once). Nothing is written or counted on this path: the
+//! flusher counts and logs an outcome once the database applied its settlement.
 
 use std::{
     sync::Arc,
@@ -46,7 +47,7 @@ impl<B: Backend, S> Layer<S> for SettleLayer<B> {
     }
 }
 
-/// Counts every attempt's end and reports it to the flusher, then passes the result on.
+/// Reports every attempt's end to the flusher, then passes the result on.
 pub(crate) struct SettleService<B: Backend, S> {
     inner: S,
     shared: Arc<Shared<B>>,
@@ -83,13 +84,13 @@ where
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
             let (settle, outcome) = settlement_of(&result, shared.settings.keep_done);
-            shared.settings.tally.record(outcome);
-            shared.finish(Settlement {
+            let settlement = Settlement {
                 id,
                 attempt,
                 claim,
                 settle,
-            });
+            };
+            shared.finish(settlement, outcome);
             result
         })
     }
@@ -134,6 +135,7 @@ fn decide(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome
         };
         let outcome = Outcome::GivenUp {
             lost_attempt: given_up.lost_attempt,
+            attempts: given_up.attempts,
         };
         return (settle, outcome);
     }

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, Notify};
 use super::WorkerSettings;
 use crate::{
     clock::Clock,
+    counters::Outcome,
     store::{Backend, Claimed, Held, Settle, Settlement},
     MessageId,
 };
@@ -38,7 +39,9 @@ pub(crate) struct Shared<B> {
     pub(super) running: AtomicUsize,
     /// Settlements sent to the flusher and not yet written (a clean stop waits for them).
     pub(super) unwritten: AtomicUsize,
-    pub(super) settle_tx: mpsc::UnboundedSender<Settlement>,
+    /// Settlements for the flusher, each with what its attempt counts as once written
+    /// (nothing for a release of a message never started).
+    pub(super) settle_tx: mpsc::UnboundedSender<(Settlement, Option<Outcome>)>,
     /// Woken when messages of its type may be due (a commit signal, the process's due
     /// probe, a rescue).
     pub(super) wake: Arc<Notify>,
@@ -50,18 +53,23 @@ pub(crate) struct Shared<B> {
 }
 
 impl<B: Backend> Shared<B> {
-    /// Reports an attempt's end to the flusher.
-    pub(crate) fn finish(&self, settlement: Settlement) {
+    /// Reports an attempt's end to the flusher, which counts `outcome` once the
+    /// settlement is written.
+    pub(crate) fn finish(&self, settlement: Settlement, outcome: Outcome) {
         self.running.fetch_sub(1, Ordering::SeqCst);
-        self.settle(settlement);
+        self.send(settlement, Some(outcome));
     }
 
-    /// Queues a settlement for the flusher.
+    /// Queues a settlement that counts nothing (a release) for the flusher.
     pub(crate) fn settle(&self, settlement: Settlement) {
+        self.send(settlement, None);
+    }
+
+    fn send(&self, settlement: Settlement, outcome: Option<Outcome>) {
         self.unwritten.fetch_add(1, Ordering::SeqCst);
         // The flusher outlives every sender it serves; a closed channel means the worker is
         // being torn down, and the lease brings the message back.
-        let _ = self.settle_tx.send(settlement);
+        let _ = self.settle_tx.send((settlement, outcome));
     }
 
     pub(super) fn held_snapshot(&self) -> Vec<Held> {

@@ -11,7 +11,8 @@ pub struct DeadLetterLayer {
 }
 
 impl DeadLetterLayer {
-    /// Logs the given-up messages of `type_tag` (the settle step counts them). Cannot fail.
+    /// Notes the given-up messages of `type_tag` (the worker's flusher counts and logs
+    /// their move once written). Cannot fail.
     pub fn new(type_tag: &'static str) -> Self {
         Self { type_tag }
     }

@@ -1,4 +1,4 @@
-//! Records a given-up message on its way to the dead letters.
+//! Notes a given-up message on its way to the dead letters.
 
 use std::task::{Context, Poll};
 
@@ -13,8 +13,9 @@ use crate::{
     BoxError,
 };
 
-/// Logs [`GivenUp`] errors; the worker's flusher moves their message into the
-/// dead letters.
+/// Notes [`GivenUp`] errors at DEBUG; the worker's flusher moves their message into the
+/// dead letters and logs the move (a WARN) once the database applied it. A worker whose
+/// lease was taken over meanwhile moves nothing and logs no move.
 #[derive(Clone)]
 pub struct DeadLetterService<S> {
     pub(super) inner: S,
@@ -42,9 +43,9 @@ where
             let result = fut.await;
             if let Err(error) = &result {
                 if let Some(given_up) = error.downcast_ref::<GivenUp>() {
-                    tracing::warn!(
+                    tracing::debug!(
                         message.type = layer.type_tag, message.id = %id, attempts = given_up.attempts,
-                        reason = %given_up.reason, "moving to the dead letters"
+                        reason = %given_up.reason, "giving up; the message goes to the dead letters once its result is recorded"
                     );
                 }
             }
