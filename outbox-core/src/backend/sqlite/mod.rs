@@ -10,8 +10,13 @@
 //! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a claim that still
 //! fails is retried after a pause, a settlement that cannot be written is kept and
 //! retried, and a process that dies loses its leases, so its messages come back.
+//!
+//! Fairness: SQLite's busy handler is not a queue (a writer that has waited long polls
+//! the lock ever more rarely), so the workers of one process take turns through a
+//! first-come, first-served gate before they ask SQLite for the lock (`gate.rs`).
 
 mod enqueue;
+mod gate;
 
 use std::{
     str::FromStr,
@@ -25,9 +30,10 @@ use sqlx::{
     sqlite::{
         SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
     },
-    Sqlite, SqlitePool,
+    SqlitePool,
 };
 
+use self::gate::{GatedTx, WriteGate};
 use super::sql::{
     bind,
     rows::{claimed, millis_ceil},
@@ -75,12 +81,16 @@ pub async fn connect(url: &str) -> Result<SqlitePool, Error> {
 #[derive(Debug, Clone)]
 pub struct SqliteBackend {
     pool: SqlitePool,
+    gate: WriteGate,
 }
 
 impl SqliteBackend {
     /// Uses `pool` for the workers; enqueue goes through the caller's own transactions.
     pub fn new(pool: SqlitePool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            gate: WriteGate::default(),
+        }
     }
 
     /// The pool the workers use.
@@ -131,7 +141,7 @@ static QUERIES: Queries = Queries {
 
 impl Dialect for SqliteBackend {
     type Row = SqliteRow;
-    type Tx = sqlx::Transaction<'static, Sqlite>;
+    type Tx = GatedTx;
 
     fn queries(&self) -> &'static Queries {
         &QUERIES
@@ -143,9 +153,13 @@ impl Dialect for SqliteBackend {
     }
 
     /// A write transaction that takes the write lock at once (a deferred one that reads
-    /// first could fail with SQLITE_BUSY instead of waiting).
+    /// first could fail with SQLITE_BUSY instead of waiting), in this writer's turn.
     fn begin_write(&self) -> BoxFuture<'_, Result<Self::Tx, sqlx::Error>> {
-        Box::pin(self.pool.begin_with("BEGIN IMMEDIATE"))
+        Box::pin(async move {
+            let turn = self.gate.turn().await;
+            let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+            Ok(GatedTx::new(tx, turn))
+        })
     }
 
     fn commit(tx: Self::Tx) -> BoxFuture<'static, Result<(), sqlx::Error>> {
@@ -165,8 +179,12 @@ impl Dialect for SqliteBackend {
         Box::pin(async move {
             let query = bind(sqlx::query(sql), args);
             let done = match tx {
-                Some(tx) => query.execute(&mut **tx).await?,
-                None => query.execute(&self.pool).await?,
+                Some(tx) => query.execute(tx.conn()).await?,
+                // A statement on its own is a write transaction of its own.
+                None => {
+                    let _turn = self.gate.turn().await;
+                    query.execute(&self.pool).await?
+                }
             };
             Ok(done.rows_affected())
         })
@@ -181,7 +199,8 @@ impl Dialect for SqliteBackend {
         Box::pin(async move {
             let query = bind(sqlx::query(sql), args);
             match tx {
-                Some(tx) => query.fetch_all(&mut **tx).await,
+                Some(tx) => query.fetch_all(tx.conn()).await,
+                // Reads: WAL readers never wait for the write lock.
                 None => query.fetch_all(&self.pool).await,
             }
         })
@@ -205,9 +224,12 @@ impl Dialect for SqliteBackend {
                 Arg::Text(r.owner),
                 Arg::Int(millis_ceil(r.lease)),
             ];
+            // A claim writes: it takes its turn.
+            let turn = self.gate.turn().await;
             let rows = self
                 .fetch(None, include_str!("queries/claim.sql"), &args)
                 .await?;
+            drop(turn);
             rows.iter().map(|row| claimed(row, true)).collect()
         })
     }
