@@ -49,4 +49,9 @@ impl GatedTx {
     pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
         self.tx.commit().await
     }
+
+    /// Rolls back; the turn passes on after the rollback.
+    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
 }
