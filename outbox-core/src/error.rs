@@ -5,6 +5,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why an enqueue was refused. Nothing was written when this is returned, except for
 /// [`EnqueueError::Database`], after which the caller should roll its transaction back.
+/// After [`EnqueueError::TransactionAborted`] and [`EnqueueError::LockTimeout`] nothing of
+/// the caller's transaction will be written at all: run it again.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EnqueueError {
@@ -79,12 +81,17 @@ pub enum EnqueueError {
     },
     /// The database aborted the caller's whole transaction (a serialization failure or a
     /// deadlock, typically two transactions enqueueing the same idempotency key at
-    /// `REPEATABLE READ` or `SERIALIZABLE`).
+    /// `REPEATABLE READ` or `SERIALIZABLE`). Nothing of the transaction is written, the
+    /// caller's own rows included: PostgreSQL fails its later statements and rolls back at
+    /// `commit()`; on MariaDB/MySQL, whose session would go on in autocommit, the outbox
+    /// leaves the connection in a read-only transaction, so later writes fail and
+    /// `commit()` writes nothing. Run the whole transaction again
+    /// ([`retry_transaction`](crate::retry_transaction)).
     #[error(
         "the database aborted the transaction while enqueuing a `{type_tag}` message: \
-         {source}; nothing of this transaction will be written, not even your own rows \
-         (on PostgreSQL `commit()` then still returns Ok): roll back and run the whole \
-         transaction again, for example with `outbox::retry_transaction`"
+         {source}; {}; roll back and run the whole transaction again, for example with \
+         `outbox::retry_transaction`",
+        after_abort(.source)
     )]
     TransactionAborted {
         /// Type tag of the message.
@@ -92,12 +99,17 @@ pub enum EnqueueError {
         /// What the driver reported.
         source: sqlx::Error,
     },
-    /// The insert waited for a lock until the database gave up.
+    /// The insert waited for a lock until the database gave up. The caller's transaction
+    /// is lost, the caller's own rows included: PostgreSQL aborts it; on MariaDB/MySQL
+    /// (which undo only the statement) the outbox rolls it back and leaves the connection
+    /// in a read-only transaction; on SQLite (which keeps it open) the outbox marks it so
+    /// that its `commit()` fails. Run the whole transaction again
+    /// ([`retry_transaction`](crate::retry_transaction)).
     #[error(
         "enqueuing a `{type_tag}` message waited for a lock until the database's lock \
-         timeout: {source}; another open transaction most likely holds a message with the \
-         same idempotency key (a second enqueue of a key waits until the first transaction \
-         ends); roll back and retry, and keep transactions that enqueue short"
+         timeout: {source}; {}; roll back and run the whole transaction again \
+         (`outbox::retry_transaction` does), and keep transactions that enqueue short",
+        after_lock_timeout(.source)
     )]
     LockTimeout {
         /// Type tag of the message.
@@ -201,6 +213,85 @@ impl EnqueueError {
     }
 }
 
+/// The database that reported a driver error ("sqlite", "postgres" or "mysql"), for texts
+/// that differ by database.
+fn engine(e: &sqlx::Error) -> Option<&'static str> {
+    let sqlx::Error::Database(_d) = e else {
+        return None;
+    };
+    #[cfg(feature = "sqlite")]
+    if _d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return Some("sqlite");
+    }
+    #[cfg(feature = "postgres")]
+    if _d
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some()
+    {
+        return Some("postgres");
+    }
+    #[cfg(feature = "mysql")]
+    if _d
+        .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .is_some()
+    {
+        return Some("mysql");
+    }
+    None
+}
+
+/// What became of the caller's transaction after the database aborted it.
+fn after_abort(source: &sqlx::Error) -> &'static str {
+    match engine(source) {
+        Some("postgres") => {
+            "PostgreSQL aborted the whole transaction, not even your own rows will be \
+             written: its later statements fail (\"current transaction is aborted\") and \
+             `commit()` rolls back although it returns Ok"
+        }
+        Some("mysql") => {
+            "MariaDB/MySQL rolled the whole transaction back, not even your own rows will be \
+             written; inside a transaction the outbox then opened a read-only one in its \
+             place on this connection, so its later writes fail (\"Cannot execute statement \
+             in a READ ONLY transaction\") and `commit()` writes nothing"
+        }
+        _ => "nothing of this transaction will be written, not even your own rows",
+    }
+}
+
+/// Why an enqueue's lock wait timed out, and what became of the caller's transaction.
+fn after_lock_timeout(source: &sqlx::Error) -> &'static str {
+    match engine(source) {
+        Some("postgres") => {
+            "another open transaction most likely holds a message with the same idempotency \
+             key (a second enqueue of a key waits until the first transaction ends); \
+             PostgreSQL aborted the whole transaction, not even your own rows will be \
+             written: its later statements fail (\"current transaction is aborted\") and \
+             `commit()` rolls back although it returns Ok"
+        }
+        Some("mysql") => {
+            "another open transaction most likely holds a message with the same idempotency \
+             key (a second enqueue of a key waits until the first transaction ends); \
+             MariaDB/MySQL undid only the statement, so inside a transaction the outbox \
+             rolled the whole transaction back, your own rows with it, and opened a read-only \
+             one in its place on this connection: its later writes fail (\"Cannot execute \
+             statement in a READ ONLY transaction\") and `commit()` writes nothing"
+        }
+        Some("sqlite") => {
+            "another connection held SQLite's only write lock until the busy timeout (for \
+             example an open transaction holding a message with the same idempotency key), or \
+             (code 517) wrote since this transaction read; SQLite keeps the transaction open, \
+             so inside a transaction the outbox marked it: its `commit()` fails (\"FOREIGN KEY \
+             constraint failed\", the outbox's marker) and writes nothing, even where later \
+             statements succeed"
+        }
+        _ => {
+            "another open transaction most likely holds a message with the same idempotency \
+             key (a second enqueue of a key waits until the first transaction ends); nothing \
+             of this transaction will be written, not even your own rows"
+        }
+    }
+}
+
 /// Payload bytes from which a connection that broke during an insert is blamed on the
 /// statement's size.
 const LARGE_STATEMENT: usize = 1024 * 1024;
@@ -219,6 +310,12 @@ pub(crate) enum Fault {
 }
 
 impl Fault {
+    /// True when an enqueue that failed this way has lost the caller's transaction: the
+    /// database aborted it, or (a lock timeout) the outbox makes sure nothing of it commits.
+    pub(crate) fn loses_transaction(&self) -> bool {
+        matches!(self, Fault::Aborted | Fault::LockTimeout)
+    }
+
     pub(crate) fn of(e: &sqlx::Error) -> Self {
         let sqlx::Error::Database(d) = e else {
             return Fault::Other;

@@ -1,9 +1,10 @@
 //! Running the caller's transaction again when the database aborts it.
 //!
 //! At `REPEATABLE READ` or `SERIALIZABLE` (PostgreSQL), and on a deadlock anywhere, the
-//! database aborts the whole transaction, the caller's rows with the message. Such a
-//! transaction cannot be saved, only run again from the start: [`retry_transaction`] does
-//! that, a bounded number of times with a randomized pause.
+//! database aborts the whole transaction, the caller's rows with the message; an enqueue
+//! whose lock wait times out loses the transaction too (the outbox makes sure nothing of
+//! it commits). Such a transaction cannot be saved, only run again from the start:
+//! [`retry_transaction`] does that, a bounded number of times with a randomized pause.
 
 use std::time::Duration;
 
@@ -20,20 +21,23 @@ use crate::{
 /// looks through its source chain); implement it for an application error type to use
 /// that type with [`retry_transaction`].
 pub trait RetryableError {
-    /// True when the whole transaction may simply run again: a serialization failure or a
-    /// deadlock.
+    /// True when the whole transaction may simply run again: a serialization failure, a
+    /// deadlock or a lock wait that timed out (the lock's holder may be done by then).
     fn is_retryable(&self) -> bool;
 }
 
 impl RetryableError for sqlx::Error {
     fn is_retryable(&self) -> bool {
-        Fault::of(self) == Fault::Aborted
+        Fault::of(self).loses_transaction()
     }
 }
 
 impl RetryableError for EnqueueError {
     fn is_retryable(&self) -> bool {
-        matches!(self, EnqueueError::TransactionAborted { .. })
+        matches!(
+            self,
+            EnqueueError::TransactionAborted { .. } | EnqueueError::LockTimeout { .. }
+        )
     }
 }
 
@@ -83,8 +87,9 @@ impl Default for TransactionRetry {
 }
 
 /// Runs `work` in a new transaction of `pool` and commits it; when the database aborts the
-/// transaction (serialization failure, deadlock), at `work` or at commit, rolls back and runs
-/// `work` again, up to 5 times with a short random pause ([`TransactionRetry::default`]).
+/// transaction (serialization failure, deadlock) or a lock wait times out, at `work` or at
+/// commit, rolls back and runs `work` again, up to 5 times with a short random pause
+/// ([`TransactionRetry::default`]); each run may wait up to the database's lock timeout.
 /// Any other error rolls back and is returned at once.
 ///
 /// `work` gets the transaction's connection and must do all of the transaction's work

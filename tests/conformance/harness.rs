@@ -35,6 +35,19 @@ pub trait Harness: Sized + Send + Sync + 'static {
         conn: &'c mut <Self::Db as sqlx::Database>::Connection,
         id: i64,
     ) -> BoxFuture<'c, ()>;
+    /// Inserts a business row in the caller's transaction, reporting a refusal.
+    fn try_insert_user<'c>(
+        conn: &'c mut <Self::Db as sqlx::Database>::Connection,
+        id: i64,
+    ) -> BoxFuture<'c, Result<(), sqlx::Error>>;
+    /// Reads the outbox table in the caller's transaction (at `SERIALIZABLE` this locks
+    /// what it read on MariaDB and PostgreSQL, and takes SQLite's read snapshot).
+    fn read_outbox<'c>(conn: &'c mut <Self::Db as sqlx::Database>::Connection)
+        -> BoxFuture<'c, ()>;
+    /// A new transaction at `SERIALIZABLE` (SQLite: a deferred one, SQLite is serializable).
+    async fn begin_serializable(&self) -> sqlx::Transaction<'static, Self::Db>;
+    /// The ids of the committed business rows, in order.
+    async fn user_ids(&self) -> Vec<i64>;
     /// Business rows.
     async fn count_users(&self) -> i64;
     /// Queued rows of one type, whatever their status.
@@ -55,8 +68,9 @@ pub trait Harness: Sized + Send + Sync + 'static {
     fn record_clock(&self, local_ms: i64) -> impl std::future::Future<Output = ()> + Send;
     /// (process id, its clock, the database's) of every recorded clock.
     async fn clocks(&self) -> Vec<(i64, i64, i64)>;
-    /// Makes lock waits on `conn` give up after about a second (for the rest of its
-    /// transaction or session).
+    /// Makes lock waits on `conn` give up after about a second, inside or outside a
+    /// transaction (for the rest of the session; on PostgreSQL, unless its transaction
+    /// rolls back).
     fn short_lock_timeout<'c>(
         conn: &'c mut <Self::Db as sqlx::Database>::Connection,
     ) -> BoxFuture<'c, ()>;
@@ -129,8 +143,35 @@ macro_rules! probes {
         record_clock = $record_clock:literal,
         message_times = $message_times:literal,
         expired_leases = $expired:literal,
-        short_lock_timeout = $short:literal $(,)?
+        short_lock_timeout = $short:literal,
+        begin_serializable = $serializable:literal $(,)?
     ) => {
+        fn try_insert_user<'c>(
+            conn: &'c mut $conn,
+            id: i64,
+        ) -> BoxFuture<'c, Result<(), sqlx::Error>> {
+            Box::pin(async move {
+                sqlx::query($insert).bind(id).execute(conn).await?;
+                Ok(())
+            })
+        }
+        fn read_outbox<'c>(conn: &'c mut $conn) -> BoxFuture<'c, ()> {
+            Box::pin(async move {
+                sqlx::query("SELECT COUNT(*) FROM outbox_messages")
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            })
+        }
+        async fn begin_serializable(&self) -> sqlx::Transaction<'static, Self::Db> {
+            self.pool.begin_with($serializable).await.unwrap()
+        }
+        async fn user_ids(&self) -> Vec<i64> {
+            sqlx::query_scalar("SELECT id FROM users ORDER BY id")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap()
+        }
         fn short_lock_timeout<'c>(conn: &'c mut $conn) -> BoxFuture<'c, ()> {
             Box::pin(async move {
                 sqlx::query($short).execute(conn).await.unwrap();
@@ -290,6 +331,7 @@ mod sqlite {
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < unixepoch('subsec') * 1000",
             short_lock_timeout = "PRAGMA busy_timeout = 1000",
+            begin_serializable = "BEGIN",
         );
     }
 }
@@ -399,7 +441,8 @@ mod postgres {
             message_times = "SELECT id, enqueued_at, due_at, attempts::bigint FROM outbox_messages",
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-            short_lock_timeout = "SET LOCAL lock_timeout = '1s'",
+            short_lock_timeout = "SET lock_timeout = '1s'",
+            begin_serializable = "BEGIN ISOLATION LEVEL SERIALIZABLE",
         );
     }
 }
@@ -508,6 +551,7 @@ mod mysql {
             expired_leases = "SELECT COUNT(*) FROM outbox_messages WHERE status = 'running' \
                               AND lease_expires_at < ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)",
             short_lock_timeout = "SET SESSION innodb_lock_wait_timeout = 1",
+            begin_serializable = "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; START TRANSACTION",
         );
     }
 }

@@ -7,6 +7,7 @@
 #[path = "../common/captured.rs"]
 mod captured;
 mod cases;
+mod failed_enqueue;
 mod harness;
 #[cfg(feature = "postgres")]
 mod isolation;
@@ -18,7 +19,7 @@ macro_rules! conformance {
     ($backend:ident, $harness:ty, $feature:literal) => {
         #[cfg(feature = $feature)]
         mod $backend {
-            use super::{cases, harness, many_types, processes};
+            use super::{cases, failed_enqueue, harness, many_types, processes};
             type H = $harness;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,6 +117,18 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_key_held_by_an_open_transaction_times_out_clearly() {
                 cases::a_key_held_by_an_open_transaction_times_out_clearly::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_deadlocked_enqueue_commits_nothing_after_it() {
+                failed_enqueue::a_deadlocked_enqueue_commits_nothing_after_it::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_timed_out_enqueue_commits_nothing_after_it() {
+                failed_enqueue::a_timed_out_enqueue_commits_nothing_after_it::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn retry_transaction_runs_a_timed_out_transaction_again() {
+                failed_enqueue::retry_transaction_runs_a_timed_out_transaction_again::<H>().await
             }
             #[tokio::test]
             async fn a_fast_backlog_grows_the_default_batch() {

@@ -18,7 +18,11 @@
 //! written, so a refused message leaves the transaction untouched. A duplicate idempotency
 //! key is not an error: it is reported as [`Enqueued::Duplicate`] and the transaction stays
 //! usable on every backend. Only [`EnqueueError::Database`] may leave part of a batch
-//! written; roll back then.
+//! written; roll back then. After [`EnqueueError::TransactionAborted`] and
+//! [`EnqueueError::LockTimeout`] the whole transaction is lost and nothing of it commits
+//! afterwards, on every backend (MariaDB/MySQL: the connection is left in a read-only
+//! transaction; SQLite: its commit fails): run it again, e.g. with
+//! [`retry_transaction`](crate::retry_transaction).
 
 mod message_id;
 mod options;

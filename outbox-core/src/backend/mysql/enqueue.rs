@@ -2,9 +2,13 @@
 //! key becomes a no-op `ON DUPLICATE KEY UPDATE`, then a locking read tells which rows
 //! are ours (MySQL has no `RETURNING`). Due and enqueue times come from the database's
 //! clock (`@@timestamp`).
+//!
+//! An enqueue that loses the caller's transaction (a deadlock, a lock wait timeout) leaves
+//! the connection in a read-only transaction, so that nothing of the lost transaction
+//! commits (see [`end_lost_transaction`]).
 
 use futures::future::BoxFuture;
-use sqlx::MySqlConnection;
+use sqlx::{Connection, MySqlConnection};
 
 use crate::{
     backend::sql::{
@@ -13,6 +17,7 @@ use crate::{
         Arg,
     },
     enqueue::{Enqueued, InsertMessages, NewMessage},
+    error::Fault,
 };
 
 impl InsertMessages for MySqlConnection {
@@ -21,37 +26,70 @@ impl InsertMessages for MySqlConnection {
         rows: &'a [NewMessage],
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
         Box::pin(async move {
-            match rows {
-                // One message (the common case): a plain one-row insert.
-                [m] => {
-                    // The database's clock in the statement itself (see enqueue_one.sql).
-                    let (due, delay) = due_parts(m.due);
-                    let args = [
-                        Arg::Text(m.id.as_str()),
-                        Arg::Text(m.queue),
-                        Arg::Bytes(&m.payload),
-                        Arg::Int(i64::from(m.max_attempts)),
-                        Arg::OptInt(due),
-                        Arg::Int(delay),
-                        Arg::Int(i64::from(m.priority)),
-                        Arg::OptText(m.idempotency_key.as_deref()),
-                    ];
-                    bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
-                        .execute(&mut *self)
-                        .await?
+            let result = insert(self, rows).await;
+            if let Err(e) = &result {
+                if Fault::of(e).loses_transaction() && self.is_in_transaction() {
+                    end_lost_transaction(self).await;
                 }
-                _ => {
-                    let encoded = encode_rows(rows)?;
-                    let args = [Arg::Text(&encoded), Arg::OptInt(None)];
-                    bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
-                        .execute(&mut *self)
-                        .await?
-                }
-            };
-            // The row count cannot tell (a taken key is a no-op update, and sqlx counts
-            // found rows): every keyed row is looked up by its key.
-            resolve(self, rows, Written::Unkeyed).await
+            }
+            result
         })
+    }
+}
+
+/// The insert and the locking read that tells which rows are ours.
+async fn insert(
+    conn: &mut MySqlConnection,
+    rows: &[NewMessage],
+) -> Result<Vec<Enqueued>, sqlx::Error> {
+    match rows {
+        // One message (the common case): a plain one-row insert.
+        [m] => {
+            // The database's clock in the statement itself (see enqueue_one.sql).
+            let (due, delay) = due_parts(m.due);
+            let args = [
+                Arg::Text(m.id.as_str()),
+                Arg::Text(m.queue),
+                Arg::Bytes(&m.payload),
+                Arg::Int(i64::from(m.max_attempts)),
+                Arg::OptInt(due),
+                Arg::Int(delay),
+                Arg::Int(i64::from(m.priority)),
+                Arg::OptText(m.idempotency_key.as_deref()),
+            ];
+            bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
+                .execute(&mut *conn)
+                .await?
+        }
+        _ => {
+            let encoded = encode_rows(rows)?;
+            let args = [Arg::Text(&encoded), Arg::OptInt(None)];
+            bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
+                .execute(&mut *conn)
+                .await?
+        }
+    };
+    // The row count cannot tell (a taken key is a no-op update, and sqlx counts
+    // found rows): every keyed row is looked up by its key.
+    resolve(conn, rows, Written::Unkeyed).await
+}
+
+/// Makes sure nothing of a transaction that an enqueue lost commits. After a deadlock
+/// MariaDB/MySQL have already rolled the transaction back and the session goes on in
+/// autocommit, so the caller's later statements would commit one by one; after a lock
+/// wait timeout (1205) only the statement was undone, so the caller's rows would commit
+/// without the message. The transaction is rolled back and a read-only one opened in its
+/// place: the caller's later writes fail, and its `commit()` or rollback ends it. Only
+/// inside a transaction begun through sqlx (`pool.begin()`, `conn.begin()`): a connection
+/// in autocommit lost nothing but the statement, and must not be left in a transaction.
+async fn end_lost_transaction(conn: &mut MySqlConnection) {
+    let sql = include_str!("queries/end_lost_transaction.sql");
+    if let Err(e) = sqlx::raw_sql(sql).execute(&mut *conn).await {
+        tracing::error!(
+            error = %e,
+            "cannot end the transaction an enqueue lost; roll it back: its later statements \
+             may commit without the message"
+        );
     }
 }
 

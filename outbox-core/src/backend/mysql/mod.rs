@@ -10,7 +10,9 @@
 //!
 //! Failure modes: deadlocks and lock wait timeouts are run again from the start; other
 //! errors are retried by the worker after a pause; a process that dies loses its leases,
-//! so its messages come back.
+//! so its messages come back. An enqueue that hits a deadlock or a lock wait timeout inside
+//! the caller's transaction rolls it back and leaves a read-only transaction in its place,
+//! so that none of the caller's later statements commits on its own.
 
 mod enqueue;
 

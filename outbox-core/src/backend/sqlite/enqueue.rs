@@ -8,11 +8,14 @@
 //! insert alone for a large fan-out, a fifth of a one-row insert's instructions), so the
 //! row count says whether all were written, and only when some keys were taken does
 //! `written_ids.sql` ask which.
+//!
+//! An enqueue that loses the caller's transaction (SQLITE_BUSY) marks it, so that its
+//! commit fails and nothing of it is written (see [`mark_lost_transaction`]).
 
 use std::collections::HashSet;
 
 use futures::future::BoxFuture;
-use sqlx::SqliteConnection;
+use sqlx::{Connection, Row, SqliteConnection};
 
 use crate::{
     backend::sql::{
@@ -22,6 +25,7 @@ use crate::{
     },
     clock::{system_now, unix_millis},
     enqueue::{Enqueued, InsertMessages, NewMessage},
+    error::Fault,
 };
 
 impl InsertMessages for SqliteConnection {
@@ -30,38 +34,52 @@ impl InsertMessages for SqliteConnection {
         rows: &'a [NewMessage],
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
         Box::pin(async move {
-            // One host: the process clock is the time authority.
-            let now = unix_millis(system_now());
-            let inserted = match rows {
-                // One message (the common case): a plain one-row insert.
-                [m] => {
-                    let args = one_args(m, Some(now));
-                    bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
-                        .execute(&mut *self)
-                        .await?
-                }
-                _ => {
-                    let rows = encode_row_arrays(rows)?;
-                    let args = [Arg::Text(&rows), Arg::Int(now)];
-                    bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
-                        .execute(&mut *self)
-                        .await?
+            let result = insert(self, rows).await;
+            if let Err(e) = &result {
+                if Fault::of(e).loses_transaction() && self.is_in_transaction() {
+                    mark_lost_transaction(self).await;
                 }
             }
-            .rows_affected();
-            let written = if inserted == rows.len() as u64 {
-                Written::All
-            } else if rows.len() == 1 {
-                Written::Ids(HashSet::new())
-            } else {
-                Written::Ids(written_ids(self, rows).await?)
-            };
-            if inserted > 0 {
-                wake_at_commit(self, rows).await?;
-            }
-            resolve(self, rows, written).await
+            result
         })
     }
+}
+
+/// The insert, and the look-ups that tell which rows are ours.
+async fn insert(
+    conn: &mut SqliteConnection,
+    rows: &[NewMessage],
+) -> Result<Vec<Enqueued>, sqlx::Error> {
+    // One host: the process clock is the time authority.
+    let now = unix_millis(system_now());
+    let inserted = match rows {
+        // One message (the common case): a plain one-row insert.
+        [m] => {
+            let args = one_args(m, Some(now));
+            bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
+                .execute(&mut *conn)
+                .await?
+        }
+        _ => {
+            let rows = encode_row_arrays(rows)?;
+            let args = [Arg::Text(&rows), Arg::Int(now)];
+            bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
+                .execute(&mut *conn)
+                .await?
+        }
+    }
+    .rows_affected();
+    let written = if inserted == rows.len() as u64 {
+        Written::All
+    } else if rows.len() == 1 {
+        Written::Ids(HashSet::new())
+    } else {
+        Written::Ids(written_ids(conn, rows).await?)
+    };
+    if inserted > 0 {
+        wake_at_commit(conn, rows).await?;
+    }
+    resolve(conn, rows, written).await
 }
 
 /// Which of a batch's ids are in the table (after some of its keys were taken).
@@ -91,6 +109,34 @@ impl FindByKeys for SqliteConnection {
                 .fetch_all(&mut *self)
                 .await
         })
+    }
+}
+
+/// Makes sure nothing of a transaction that an enqueue lost commits. SQLite keeps a
+/// transaction open after SQLITE_BUSY (the busy timeout ran out waiting for the write
+/// lock, or, SQLITE_BUSY_SNAPSHOT, another connection wrote since the transaction read),
+/// and the caller's later writes could succeed once the lock is free and commit without
+/// the message. A marker that breaks a deferred foreign key in a temporary table makes the
+/// transaction's COMMIT fail and leaves it open until the caller rolls it back (a commit
+/// hook that refused the COMMIT would end the transaction behind sqlx's back, which
+/// would then take the connection to be still inside one). Only inside a transaction
+/// begun through sqlx (`pool.begin()`, `conn.begin()`): a connection in autocommit lost
+/// nothing but the statement.
+async fn mark_lost_transaction(conn: &mut SqliteConnection) {
+    let sql = include_str!("queries/mark_lost_transaction.sql");
+    match sqlx::raw_sql(sql).fetch_one(&mut *conn).await {
+        Ok(row) if row.try_get::<bool, _>(0).unwrap_or(false) => {}
+        Ok(_) => tracing::error!(
+            "an enqueue lost its transaction, and with foreign_keys off on this connection \
+             the outbox cannot keep the transaction's later statements from committing \
+             without the message: roll it back (or connect with foreign_keys on, as sqlx and \
+             outbox::sqlite::connect do)"
+        ),
+        Err(e) => tracing::error!(
+            error = %e,
+            "cannot mark the transaction an enqueue lost; roll it back: its later statements \
+             may commit without the message"
+        ),
     }
 }
 

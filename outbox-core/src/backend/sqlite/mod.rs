@@ -9,7 +9,9 @@
 //! Failure modes: SQLite allows one writer at a time. Every connection made by
 //! [`connect`] waits up to 30 s for the write lock (`busy_timeout`); a claim that still
 //! fails is retried after a pause, a settlement that cannot be written is kept and
-//! retried, and a process that dies loses its leases, so its messages come back.
+//! retried, and a process that dies loses its leases, so its messages come back. An
+//! enqueue that fails with SQLITE_BUSY inside a transaction marks the transaction, so that
+//! its commit fails instead of writing the caller's rows without the message.
 //!
 //! Fairness: SQLite's busy handler is not a queue (a writer that has waited long polls
 //! the lock ever more rarely), so the workers of one process take turns through a
