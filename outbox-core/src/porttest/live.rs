@@ -274,6 +274,7 @@ pub async fn keyset_paging_survives_concurrent_deletes<H: PortHarness>(h: &H) {
     let pager = async {
         let mut seen: Vec<MessageId> = Vec::new();
         let mut after: Option<MessageId> = None;
+        let mut pages = 0u32;
         loop {
             let page = b
                 .list_live(
@@ -288,14 +289,17 @@ pub async fn keyset_paging_survives_concurrent_deletes<H: PortHarness>(h: &H) {
                 break;
             };
             seen.extend(page.into_iter().map(|m| m.id));
-            // The cursor's own row, and the row that would come next.
-            if cancel(last.clone()).await == 1 {
-                deleted_between.insert(last.clone());
-            }
-            let next = sorted.iter().find(|id| **id > last).cloned();
-            if let Some(next) = next {
-                if cancel(next.clone()).await == 1 {
-                    deleted_between.insert(next);
+            pages += 1;
+            // On every other page, the cursor's own row; on the others, the row that
+            // would come next.
+            let doomed_now = if pages % 2 == 0 {
+                Some(last.clone())
+            } else {
+                sorted.iter().find(|id| **id > last).cloned()
+            };
+            if let Some(id) = doomed_now {
+                if cancel(id.clone()).await == 1 {
+                    deleted_between.insert(id);
                 }
             }
             after = Some(last);
@@ -343,6 +347,14 @@ pub async fn retry_now_moves_due_keeps_attempts_skips_running<H: PortHarness>(h:
             .unwrap(),
         0,
         "a running message is left alone"
+    );
+    let behind = Now::At(t0() - std::time::Duration::from_millis(1));
+    assert_eq!(
+        b.retry_live_now(&LiveFilter::id(m.running.as_str()), behind, 10)
+            .await
+            .unwrap(),
+        0,
+        "a running message is left alone even by a clock behind its due time"
     );
     assert_eq!(
         b.retry_live_now(&LiveFilter::id(m.pending.as_str()), now, 10)
