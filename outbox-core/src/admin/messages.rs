@@ -101,7 +101,8 @@ impl<B: Backend> LiveMessages<B> {
     }
 
     /// Deletes every matching queued message (running messages finish); returns how
-    /// many.
+    /// many. It runs batch after batch until one finds nothing, so matching messages
+    /// enqueued while it runs are deleted too.
     pub async fn cancel_where(&self, filter: &LiveFilter) -> Result<u64, Error> {
         self.backend
             .cancel_live(filter, self.clock.database_now(), LIVE_BATCH)
