@@ -20,7 +20,10 @@ pub mod store;
 mod transaction;
 mod worker;
 
-pub use admin::{Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, TypeCounts};
+pub use admin::{
+    Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, LiveFilter, LiveMessage,
+    LiveMessageDetail, LiveMessages, LivePage, LiveState, TypeCounts,
+};
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
 pub use enqueue::{
@@ -35,8 +38,8 @@ pub use layers::{
     retry::RetrySchedule,
 };
 pub use message::{
-    validate_type_tag, InvalidMessage, MessageDefaults, OutboxMessage, DEFAULT_MAX_PAYLOAD,
-    MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
+    validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage,
+    DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{shutdown_signal, DrainReport, Outbox, QueueOptions};
 pub use store::Retention;

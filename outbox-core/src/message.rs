@@ -132,3 +132,61 @@ pub fn validate_type_tag(tag: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Why a stored payload could not be read as a message type.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The stored message is of another type.
+    #[error(
+        "the message is of type `{stored}`, not `{expected}`: decode it as the type whose \
+         TYPE is `{stored}`"
+    )]
+    WrongType {
+        /// The stored type tag.
+        stored: String,
+        /// The type tag of the type asked for.
+        expected: &'static str,
+    },
+    /// The payload is not valid JSON for the type.
+    #[error(
+        "the payload of this `{type_tag}` message does not decode as `{rust_type}`: {source} \
+         (it was written by other code or an older version of the type)"
+    )]
+    Payload {
+        /// The type tag.
+        type_tag: &'static str,
+        /// The Rust type asked for.
+        rust_type: &'static str,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// `payload` (JSON bytes) decoded as `M`; a `Deserialize` implementation that panics is
+/// an undecodable payload too. How the worker and the admin read payloads.
+pub(crate) fn decode_payload<M: OutboxMessage>(payload: &[u8]) -> Result<M, serde_json::Error> {
+    std::panic::catch_unwind(|| serde_json::from_slice::<M>(payload)).unwrap_or_else(|_| {
+        Err(serde::de::Error::custom(
+            "its Deserialize implementation panicked",
+        ))
+    })
+}
+
+/// A stored message of `type_tag` with `payload`, decoded as `M`.
+pub(crate) fn decode_stored<M: OutboxMessage>(
+    type_tag: &str,
+    payload: &[u8],
+) -> Result<M, DecodeError> {
+    if type_tag != M::TYPE {
+        return Err(DecodeError::WrongType {
+            stored: type_tag.to_owned(),
+            expected: M::TYPE,
+        });
+    }
+    decode_payload::<M>(payload).map_err(|source| DecodeError::Payload {
+        type_tag: M::TYPE,
+        rust_type: std::any::type_name::<M>(),
+        source,
+    })
+}

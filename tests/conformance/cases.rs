@@ -9,7 +9,7 @@ use outbox::{
     backend::{RateBucketStore, TokenGrant},
     enqueue_many,
     prelude::*,
-    DeadLetterFilter, RateLimit, Relevance, Retention, RetrySchedule,
+    DeadLetterFilter, LiveFilter, LiveState, RateLimit, Relevance, Retention, RetrySchedule,
 };
 use serde::{Deserialize, Serialize};
 
@@ -236,6 +236,74 @@ pub async fn durable_retry_schedule<H: Harness>() {
         g2 >= Duration::from_secs(2) && g2 < Duration::from_millis(3_500),
         "{g2:?}"
     );
+}
+
+/// A retrying message is visible (attempts, last error, attempt log, next due time, its
+/// payload decoded) and "retry now" starts it within about a second instead of at its
+/// scheduled retry a minute later, attempts kept.
+pub async fn retry_now_starts_a_retrying_message_within_a_second<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let schedule = RetrySchedule::fixed([Duration::from_secs(60)]);
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls)).register_with::<Mail, _>(
+        |m: Mail, ctx: Ctx| async move {
+            match ctx.state().record(m.n) {
+                1 => Err(HandlerError::retry("421 service not available")),
+                _ => Ok(()),
+            }
+        },
+        QueueOptions::new().retry(schedule),
+    );
+    let live = outbox.admin().messages();
+    let retrying = LiveFilter::type_tag("conf.mail").state(LiveState::Retrying);
+    outbox
+        .run_until(async {
+            assert!(
+                eventually(Duration::from_secs(10), || async {
+                    live.count(&retrying).await.unwrap() == 1
+                })
+                .await,
+                "the failed message is listed as retrying"
+            );
+            let page = live.list(&retrying, None, 10).await.unwrap();
+            assert_eq!((page.messages.len(), page.next.clone()), (1, None));
+            let m = &page.messages[0];
+            assert_eq!((m.attempts, m.max_attempts), (1, 5));
+            assert!(m.last_error.as_deref().unwrap().contains("421"), "{m:?}");
+            assert_eq!(m.attempt_log.len(), 1);
+            assert!(
+                m.due_at > SystemTime::now() + Duration::from_secs(30),
+                "{m:?}"
+            );
+            let shown = live.show(&m.id).await.unwrap().expect("shown");
+            assert_eq!(shown.decode::<Mail>().unwrap().n, 1);
+            let wrong = shown.decode::<OldMail>().unwrap_err().to_string();
+            assert!(wrong.contains("does not decode"), "{wrong}");
+
+            let asked = Instant::now();
+            assert_eq!(live.retry_now_where(&retrying).await.unwrap(), 1);
+            assert!(
+                eventually(Duration::from_secs(5), || async { calls.len() == 2 }).await,
+                "retried after retry now"
+            );
+            let waited = calls.times(1)[1] - asked;
+            println!(
+                "{}: retry now started the message after {waited:?}",
+                H::NAME
+            );
+            assert!(waited < Duration::from_millis(1_500), "{waited:?}");
+            assert!(
+                eventually(Duration::from_secs(5), || async {
+                    live.count(&LiveFilter::all()).await.unwrap() == 0
+                })
+                .await
+            );
+        })
+        .await
+        .unwrap();
 }
 
 pub async fn dead_letters_and_requeue<H: Harness>() {

@@ -43,6 +43,10 @@ macro_rules! conformance {
                 cases::durable_retry_schedule::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn retry_now_starts_a_retrying_message_within_a_second() {
+                cases::retry_now_starts_a_retrying_message_within_a_second::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn dead_letters_and_requeue() {
                 cases::dead_letters_and_requeue::<H>().await
             }

@@ -1,15 +1,18 @@
-//! Operating the outbox from code: dead letters, pause/resume, rate buckets and status
+//! Operating the outbox from code: live messages, dead letters, pause/resume, rate buckets and status
 //! counts. Everything here works from any process on the database, with or without
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
+mod messages;
 
 use std::sync::Arc;
 
 pub use crate::store::{
-    DeadLetter, DeadLetterFilter, FailedAttempt, PausedType, Requeued, TypeCounts,
+    DeadLetter, DeadLetterFilter, FailedAttempt, LiveFilter, LiveMessage, LiveMessageDetail,
+    LiveState, PausedType, Requeued, TypeCounts,
 };
 pub use dead_letters::DeadLetters;
+pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
 
 use crate::{
     clock::{Clock, SystemClock},
@@ -37,6 +40,12 @@ impl<B: Backend> Admin<B> {
     /// The dead letters: list, count, requeue, purge.
     pub fn dead_letters(&self) -> DeadLetters<B> {
         DeadLetters::new(self.backend.clone(), Arc::clone(&self.clock))
+    }
+
+    /// The live messages (queued, scheduled, running, retrying): list, count, show,
+    /// retry now, cancel.
+    pub fn messages(&self) -> LiveMessages<B> {
+        LiveMessages::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// Stops starting messages of `type_tag` in every process within about a second;

@@ -7,7 +7,8 @@
 //! concurrent claimers, counters), [`settle`] (each settlement kind and its fencing),
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
 //! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
-//! (filters, paging, purge and requeue), and [`housekeeping`] (drains, unregistered
+//! (filters, paging, purge and requeue), [`live`] (live messages: filters, keyset paging,
+//! retry now, cancel), and [`housekeeping`] (drains, unregistered
 //! types, the database's own clock).
 //!
 //! # Time
@@ -54,6 +55,7 @@ pub mod claim;
 pub mod dead_letters;
 pub mod housekeeping;
 pub mod lease;
+pub mod live;
 pub mod prune;
 pub mod settle;
 
@@ -130,6 +132,10 @@ macro_rules! port_suite {
             dead_letters::purge_by_filters,
             dead_letters::requeue_by_filters,
             dead_letters::requeue_skips_a_taken_key,
+            live::live_list_and_count_by_filters,
+            live::keyset_paging_survives_concurrent_deletes,
+            live::retry_now_moves_due_keeps_attempts_skips_running,
+            live::cancel_removes_queued_matching_in_batches,
             housekeeping::count_unfinished_sees_due_and_held_messages,
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,

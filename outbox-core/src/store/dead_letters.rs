@@ -132,3 +132,11 @@ pub struct Requeued {
     /// idempotency key (purge them, or requeue after that message is gone).
     pub key_taken: u64,
 }
+
+impl DeadLetter {
+    /// The payload as an `M`; an error if the dead letter is of another type or its
+    /// payload does not decode as `M`.
+    pub fn decode<M: crate::OutboxMessage>(&self) -> Result<M, crate::message::DecodeError> {
+        crate::message::decode_stored::<M>(&self.type_tag, &self.payload)
+    }
+}

@@ -24,6 +24,7 @@
 mod bucket;
 mod counts;
 mod dead_letters;
+mod live;
 mod queue;
 mod wake;
 
@@ -35,6 +36,7 @@ pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
+pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
 };
@@ -230,6 +232,51 @@ pub trait DeadLetterStore: Send + Sync + 'static {
     fn purge_dead<'a>(&'a self, filter: &'a DeadLetterFilter) -> BoxFuture<'a, Result<u64, Error>>;
 }
 
+/// The live messages of the queue: queued, scheduled, running and retrying rows (done
+/// rows kept for retention are not live). Every read derives each row's [`LiveState`] at
+/// `now`, as [`StatsStore::status_counts`] does.
+pub trait LiveMessageStore: Send + Sync + 'static {
+    /// Up to `limit` matching live messages with ids greater than `after` (all, if
+    /// `None`), by id: a keyset page. Rows deleted between two pages never make the next
+    /// page repeat or skip a row.
+    fn list_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        after: Option<&'a str>,
+        limit: u32,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<LiveMessage>, Error>>;
+    /// How many live messages match.
+    fn count_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// One live message with its payload, if it exists and is live.
+    fn show_live<'a>(
+        &'a self,
+        id: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<LiveMessageDetail>, Error>>;
+    /// Makes the matching queued messages due later than `now` due at `now`, keeping
+    /// their attempts; running messages and messages already due are left as they are.
+    /// Runs in transactions of at most `batch` messages; returns how many it moved.
+    fn retry_live_now<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Deletes the matching queued messages (never running ones: those finish), in
+    /// transactions of at most `batch` messages; returns how many it deleted.
+    fn cancel_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+}
+
 /// Counts per type and status.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
@@ -242,6 +289,7 @@ pub trait Backend:
     + RateBucketStore
     + PauseStore
     + DeadLetterStore
+    + LiveMessageStore
     + StatsStore
     + Clone
     + Send

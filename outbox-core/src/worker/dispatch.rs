@@ -94,12 +94,7 @@ where
         delivery: Delivery,
     ) -> BoxFuture<'static, Result<(), AttemptFailed>> {
         // A user Deserialize impl may panic: that is an undecodable payload too.
-        let decoded = std::panic::catch_unwind(|| serde_json::from_slice::<M>(&payload))
-            .unwrap_or_else(|_| {
-                Err(serde::de::Error::custom(
-                    "its Deserialize implementation panicked",
-                ))
-            });
+        let decoded = crate::message::decode_payload::<M>(&payload);
         let message = match decoded {
             Ok(message) => message,
             Err(e) => {

@@ -181,6 +181,10 @@ static QUERIES: Queries = Queries {
         include_str!("queries/requeue_delete.sql"),
     ],
     status_counts: include_str!("queries/status_counts.sql"),
+    live_list: include_str!("queries/live_list.sql"),
+    live_count: include_str!("queries/live_count.sql"),
+    live_retry_now: include_str!("queries/live_retry_now.sql"),
+    live_cancel: include_str!("queries/live_cancel.sql"),
 };
 
 impl Dialect for PostgresBackend {

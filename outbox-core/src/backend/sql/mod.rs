@@ -24,14 +24,16 @@ use std::{
 use futures::future::BoxFuture;
 
 use self::rows::{
-    beat_json, claims_json, filter_args, fold_counts, json, millis_ceil, SettlementGroups,
+    beat_json, claims_json, filter_args, fold_counts, json, live_filter_args, millis_ceil,
+    SettlementGroups,
 };
 use crate::{
     clock::{unix_millis, Now},
     store::{
         BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
-        PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued, Settled,
-        Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
+        LiveFilter, LiveMessage, LiveMessageDetail, LiveMessageStore, PauseStore, PausedType,
+        QueueStore, RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore,
+        TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
     },
     Error,
 };
@@ -206,6 +208,14 @@ pub struct Queries {
     pub requeue: &'static [&'static str],
     /// Counts per type and state.
     pub status_counts: &'static str,
+    /// A keyset page of live messages.
+    pub live_list: &'static str,
+    /// How many live messages match.
+    pub live_count: &'static str,
+    /// Makes a batch of matching queued messages due now.
+    pub live_retry_now: &'static str,
+    /// Deletes a batch of matching queued messages.
+    pub live_cancel: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private
@@ -796,6 +806,131 @@ impl<D: Dialect> DeadLetterStore for D {
             let changed = write(self, &[(self.queries().dead_letters_purge, &args)]).await?;
             Ok(changed[0])
         })
+    }
+}
+
+impl<D: Dialect> LiveMessageStore for D {
+    fn list_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        after: Option<&'a str>,
+        limit: u32,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<LiveMessage>, Error>> {
+        Box::pin(async move {
+            let [now, id, type_tag, state, prefix, error] =
+                live_filter_args(filter, self.now_ms(now));
+            let args = [
+                now,
+                id,
+                type_tag,
+                state,
+                prefix,
+                error,
+                Arg::OptText(after),
+                Arg::Int(0),
+                Arg::Int(i64::from(limit)),
+            ];
+            let rows = self.fetch(None, self.queries().live_list, &args).await?;
+            let messages = rows.iter().map(rows::live_message);
+            Ok(messages.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn count_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = live_filter_args(filter, self.now_ms(now));
+            let rows = self.fetch(None, self.queries().live_count, &args).await?;
+            let n = rows.first().map(|r| r.int(0)).transpose()?;
+            Ok(n.unwrap_or_default().max(0) as u64)
+        })
+    }
+
+    fn show_live<'a>(
+        &'a self,
+        id: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<LiveMessageDetail>, Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                Arg::OptText(Some(id)),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::Int(1),
+                Arg::Int(1),
+            ];
+            let rows = self.fetch(None, self.queries().live_list, &args).await?;
+            let Some(row) = rows.first() else {
+                return Ok(None);
+            };
+            Ok(Some(LiveMessageDetail {
+                message: rows::live_message(row)?,
+                payload: row.bytes(rows::LIVE_PAYLOAD)?,
+            }))
+        })
+    }
+
+    fn retry_live_now<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let sql = self.queries().live_retry_now;
+            live_batches(self, sql, filter, now, batch).await
+        })
+    }
+
+    fn cancel_live<'a>(
+        &'a self,
+        filter: &'a LiveFilter,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let sql = self.queries().live_cancel;
+            live_batches(self, sql, filter, now, batch).await
+        })
+    }
+}
+
+/// Runs `sql` (a live-message statement that changes at most its batch size of matching
+/// rows, and never the same row twice) in one write transaction per batch until a batch
+/// changes nothing; returns how many rows it changed in all. A large retry or cancel
+/// never holds one long transaction, and rows claimed meanwhile are skipped.
+async fn live_batches<D: Dialect>(
+    db: &D,
+    sql: &'static str,
+    filter: &LiveFilter,
+    now: Now,
+    batch: u32,
+) -> Result<u64, Error> {
+    let [now, id, type_tag, state, prefix, error] = live_filter_args(filter, db.now_ms(now));
+    let args = [
+        now,
+        id,
+        type_tag,
+        state,
+        prefix,
+        error,
+        Arg::Int(i64::from(batch.max(1))),
+    ];
+    let mut total = 0;
+    loop {
+        let changed = write(db, &[(sql, &args)]).await?[0];
+        if changed == 0 {
+            return Ok(total);
+        }
+        total += changed;
     }
 }
 

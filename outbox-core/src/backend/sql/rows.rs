@@ -11,8 +11,8 @@ use super::{Arg, SqlRow};
 use crate::{
     clock::{from_unix_millis, unix_millis, unix_millis_ceil},
     store::{
-        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, Settle, Settlement, TypeCounts,
-        WorkerBeat,
+        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, LiveFilter, LiveMessage,
+        LiveState, Settle, Settlement, TypeCounts, WorkerBeat,
     },
     MessageId,
 };
@@ -206,6 +206,48 @@ pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 3] {
         Arg::OptText(f.type_tag.as_deref()),
         Arg::OptInt(f.failed_before.map(unix_millis)),
     ]
+}
+
+/// The live-message filter parameters, in every live statement's order: now (unix ms, or
+/// NULL for the database's clock), id, type, state, key prefix, error text.
+pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 6] {
+    [
+        Arg::OptInt(now),
+        Arg::OptText(f.id.as_deref()),
+        Arg::OptText(f.type_tag.as_deref()),
+        Arg::OptText(f.state.map(LiveState::as_str)),
+        Arg::OptText(f.key_prefix.as_deref()),
+        Arg::OptText(f.error_contains.as_deref()),
+    ]
+}
+
+/// The column of `live_list.sql` holding the payload (NULL unless asked for).
+pub(crate) const LIVE_PAYLOAD: usize = 14;
+
+/// A live message from the columns of `live_list.sql`: id, type, state, paused (0/1),
+/// attempts, max attempts, priority, due at, enqueued at, key, last error, attempt log,
+/// lease owner, lease expires at (then the payload, read apart).
+pub(crate) fn live_message<R: SqlRow>(row: &R) -> Result<LiveMessage, sqlx::Error> {
+    let state = row.text(2)?;
+    let state = LiveState::parse(&state).ok_or_else(|| {
+        sqlx::Error::Decode(format!("unknown live message state `{state}`").into())
+    })?;
+    Ok(LiveMessage {
+        id: MessageId::from_string(row.text(0)?),
+        type_tag: row.text(1)?,
+        state,
+        paused: row.int(3)? != 0,
+        attempts: clamp_u32(row.int(4)?),
+        max_attempts: clamp_u32(row.int(5)?),
+        priority: row.int(6)?.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+        due_at: from_unix_millis(row.int(7)?),
+        enqueued_at: from_unix_millis(row.int(8)?),
+        idempotency_key: row.opt_text(9)?,
+        last_error: row.opt_text(10)?,
+        attempt_log: FailedAttempt::parse_log(row.opt_text(11)?.as_deref()),
+        lease_owner: row.opt_text(12)?,
+        lease_expires_at: row.opt_int(13)?.map(from_unix_millis),
+    })
 }
 
 /// Clamps a stored integer into `u32` (counts and attempts are never negative).
