@@ -13,6 +13,8 @@ pub trait BenchPool: Clone + Send + Sync + 'static {
     fn order_tx<'a, M: OutboxMessage>(&'a self, id: i64, extra: Extra<'a, M>) -> BoxFuture<'a, ()>;
     /// One transaction holding every message of `msgs`.
     fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()>;
+    /// Deletes every queued message (between two fan-outs that should start alike).
+    fn clear(&self) -> BoxFuture<'_, ()>;
     /// One transaction holding every message `msgs` yields, written with `enqueue_iter`
     /// (one chunk in memory at a time); returns how many were inserted.
     fn fan_out_iter<'a, M, I>(&'a self, msgs: I) -> BoxFuture<'a, u64>
@@ -72,6 +74,14 @@ macro_rules! bench_pool {
                     let mut tx = self.begin().await.unwrap();
                     enqueue_many(&mut *tx, msgs).await.unwrap();
                     tx.commit().await.unwrap();
+                })
+            }
+            fn clear(&self) -> BoxFuture<'_, ()> {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM outbox_messages")
+                        .execute(self)
+                        .await
+                        .unwrap();
                 })
             }
             fn fan_out_iter<'a, M, I>(&'a self, msgs: I) -> BoxFuture<'a, u64>
