@@ -90,8 +90,8 @@ pub mod prelude {
     #[cfg(feature = "sqlite")]
     pub use crate::SqliteBackend;
     pub use crate::{
-        enqueue_many, retry_transaction, Admin, DeadLetterFilter, Enqueue, EnqueueError,
-        EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox, OutboxMessage,
-        QueueOptions, RateLimit, Retention, RetrySchedule,
+        enqueue_iter, enqueue_many, enqueue_stream, retry_transaction, Admin, DeadLetterFilter,
+        Enqueue, EnqueueError, EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox,
+        OutboxMessage, QueueOptions, RateLimit, Retention, RetrySchedule,
     };
 }

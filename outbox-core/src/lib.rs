@@ -27,8 +27,8 @@ pub use admin::{
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
 pub use enqueue::{
-    enqueue_many, enqueue_many_with, Enqueue, EnqueueConnection, EnqueueOptions, Enqueued,
-    InsertMessages, MessageId, NewMessage,
+    enqueue_iter, enqueue_many, enqueue_many_with, enqueue_stream, Enqueue, EnqueueConnection,
+    EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId, NewMessage,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};

@@ -48,6 +48,8 @@ pub trait Harness: Sized + Send + Sync + 'static {
     async fn begin_serializable(&self) -> sqlx::Transaction<'static, Self::Db>;
     /// The ids of the committed business rows, in order.
     async fn user_ids(&self) -> Vec<i64>;
+    /// The ids of the committed business rows, in order, streamed from a pool connection.
+    fn user_id_stream(&self) -> futures::stream::BoxStream<'_, Result<i64, sqlx::Error>>;
     /// Business rows.
     async fn count_users(&self) -> i64;
     /// Queued rows of one type, whatever their status.
@@ -171,6 +173,9 @@ macro_rules! probes {
                 .fetch_all(&self.pool)
                 .await
                 .unwrap()
+        }
+        fn user_id_stream(&self) -> futures::stream::BoxStream<'_, Result<i64, sqlx::Error>> {
+            sqlx::query_scalar("SELECT id FROM users ORDER BY id").fetch(&self.pool)
         }
         fn short_lock_timeout<'c>(conn: &'c mut $conn) -> BoxFuture<'c, ()> {
             Box::pin(async move {

@@ -8,6 +8,7 @@
 mod captured;
 mod cases;
 mod failed_enqueue;
+mod fan_out;
 mod harness;
 #[cfg(feature = "postgres")]
 mod isolation;
@@ -19,7 +20,7 @@ macro_rules! conformance {
     ($backend:ident, $harness:ty, $feature:literal) => {
         #[cfg(feature = $feature)]
         mod $backend {
-            use super::{cases, failed_enqueue, harness, many_types, processes};
+            use super::{cases, failed_enqueue, fan_out, harness, many_types, processes};
             type H = $harness;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,6 +78,14 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn fan_out_ten_thousand() {
                 cases::fan_out_ten_thousand::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fan_out_from_an_iterator() {
+                fan_out::fan_out_from_an_iterator::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fan_out_from_a_stream() {
+                fan_out::fan_out_from_a_stream::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_stale_workers_settlement_is_refused() {

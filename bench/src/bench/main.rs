@@ -78,9 +78,10 @@ struct Args {
     json: Option<String>,
 }
 
-const ALL: [&str; 11] = [
+const ALL: [&str; 12] = [
     "enqueue",
     "fanout",
+    "fanout.stream",
     "drain",
     "drain.sleep20ms",
     "latency",
@@ -148,7 +149,8 @@ fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
         ("drain.sleep20ms", _) => ratio_at_least(0.8),
         ("enqueue", Kind::Sqlite) => ratio_at_least(0.75),
         ("enqueue", _) => ratio_at_least(0.85),
-        ("fanout", Kind::Sqlite) if f.n >= 200_000 => at_least(150_000.0),
+        ("fanout" | "fanout.stream", Kind::Sqlite) if f.n >= 200_000 => at_least(150_000.0),
+        ("fanout.stream.rss_growth", _) => at_most(20.0),
         ("latency.p50", Kind::Sqlite | Kind::Postgres) => at_most(5.0),
         // No commit signal: the process's due probe, every 50 ms after work, finds them.
         ("latency.p50", Kind::Mysql) => at_most(50.0),
@@ -191,6 +193,7 @@ async fn run_on<P: pools::BenchPool>(
     match workload {
         "enqueue" => workloads::enqueue(pool, n.unwrap_or(2_000)).await,
         "fanout" => workloads::fanout(pool, n.unwrap_or(200_000)).await,
+        "fanout.stream" => workloads::fanout_stream(pool, n.unwrap_or(200_000)).await,
         "drain" | "drain.200k" => {
             workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::Full).await
         }

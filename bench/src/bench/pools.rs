@@ -1,7 +1,9 @@
 //! What the workloads need from a backend's pool, once per database.
 
 use futures::future::BoxFuture;
-use outbox::{backend::Backend, enqueue_many, Enqueue, OutboxMessage};
+use outbox::{
+    backend::Backend, enqueue_iter, enqueue_many, Enqueue, EnqueueOptions, OutboxMessage,
+};
 
 /// A pool the bench can enqueue through, with and without the outbox.
 pub trait BenchPool: Clone + Send + Sync + 'static {
@@ -11,6 +13,14 @@ pub trait BenchPool: Clone + Send + Sync + 'static {
     fn order_tx<'a, M: OutboxMessage>(&'a self, id: i64, extra: Extra<'a, M>) -> BoxFuture<'a, ()>;
     /// One transaction holding every message of `msgs`.
     fn fan_out<'a, M: OutboxMessage>(&'a self, msgs: &'a [M]) -> BoxFuture<'a, ()>;
+    /// Deletes every queued message (between two fan-outs that should start alike).
+    fn clear(&self) -> BoxFuture<'_, ()>;
+    /// One transaction holding every message `msgs` yields, written with `enqueue_iter`
+    /// (one chunk in memory at a time); returns how many were inserted.
+    fn fan_out_iter<'a, M, I>(&'a self, msgs: I) -> BoxFuture<'a, u64>
+    where
+        M: OutboxMessage + 'a,
+        I: Iterator<Item = M> + Send + 'a;
 }
 
 /// What an `order_tx` writes beside its business row.
@@ -64,6 +74,28 @@ macro_rules! bench_pool {
                     let mut tx = self.begin().await.unwrap();
                     enqueue_many(&mut *tx, msgs).await.unwrap();
                     tx.commit().await.unwrap();
+                })
+            }
+            fn clear(&self) -> BoxFuture<'_, ()> {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM outbox_messages")
+                        .execute(self)
+                        .await
+                        .unwrap();
+                })
+            }
+            fn fan_out_iter<'a, M, I>(&'a self, msgs: I) -> BoxFuture<'a, u64>
+            where
+                M: OutboxMessage + 'a,
+                I: Iterator<Item = M> + Send + 'a,
+            {
+                Box::pin(async move {
+                    let mut tx = self.begin().await.unwrap();
+                    let written = enqueue_iter(&mut *tx, msgs, EnqueueOptions::new())
+                        .await
+                        .unwrap();
+                    tx.commit().await.unwrap();
+                    written.inserted
                 })
             }
         }

@@ -90,6 +90,48 @@ pub async fn fanout<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
     )]
 }
 
+/// A fan-out of `n` from a lazy iterator with `enqueue_iter` (one chunk in memory at a
+/// time), against `enqueue_many` of the same messages collected first (the `fanout`
+/// workload), each into an empty table: rate, and this process's RSS growth (its peak
+/// during the fan-out, minus its RSS before; the peak is reset through
+/// `/proc/self/clear_refs` first). The stream goes first: memory the baseline freed would
+/// be reused by whatever came after it, hiding its growth.
+pub async fn fanout_stream<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    let before = reset_peak_rss();
+    let started = Instant::now();
+    let lazy = (0..n).map(|n| Noop {
+        n,
+        template: "order_confirmation".into(),
+    });
+    let inserted = pool.fan_out_iter(lazy).await;
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let growth = peak_rss_mb() - before;
+    assert_eq!(inserted, n, "the fan-out inserted everything");
+    pool.clear().await;
+    let before = reset_peak_rss();
+    let started = Instant::now();
+    pool.fan_out(&noops(n)).await;
+    let batch_rate = n as f64 / started.elapsed().as_secs_f64();
+    let batch_growth = peak_rss_mb() - before;
+    vec![
+        Figure::new("fanout.stream", n, rate, "msgs/s").baseline("enqueue_many", batch_rate),
+        Figure::new("fanout.stream.rss_growth", n, growth, "MB")
+            .baseline("enqueue_many", batch_growth),
+    ]
+}
+
+/// Resets this process's peak RSS to its current RSS (Linux's `clear_refs` 5); returns the
+/// current RSS in MB.
+fn reset_peak_rss() -> f64 {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
 /// The full stack draining `n`; with `memory`, the peak RSS during the drain too.
 pub async fn drain_full<P: BenchPool>(pool: &P, n: u64) -> f64 {
     pool.fan_out(&noops(n)).await;

@@ -24,6 +24,7 @@
 //! transaction; SQLite: its commit fails): run it again, e.g. with
 //! [`retry_transaction`](crate::retry_transaction).
 
+mod fan_out;
 mod message_id;
 mod options;
 mod prepare;
@@ -32,6 +33,7 @@ use std::future::Future;
 
 use futures::future::BoxFuture;
 
+pub use fan_out::{enqueue_iter, enqueue_stream, FanOut, FanOutError};
 pub use message_id::MessageId;
 pub use options::EnqueueOptions;
 pub use prepare::NewMessage;
@@ -214,20 +216,31 @@ where
         .collect::<Result<Vec<_>, _>>()?;
     let mut results = Vec::with_capacity(rows.len());
     for chunk in chunks(&rows) {
-        let done = conn
-            .connection()
-            .insert_messages(chunk)
-            .await
-            .map_err(|source| {
-                let bytes = chunk.iter().map(|m| m.payload.len()).sum();
-                EnqueueError::from_insert(M::TYPE, bytes, source)
-            })?;
-        let new = done.iter().filter(|r| !r.is_duplicate()).count();
-        metrics::counter!(crate::counters::names::ENQUEUED, "type" => M::TYPE)
-            .increment(new as u64);
-        results.extend(done);
+        results.extend(insert_chunk::<M, _>(&mut conn, chunk).await?);
     }
     Ok(results)
+}
+
+/// Writes one chunk of prepared `M` rows (one insert statement) and counts the new ones.
+async fn insert_chunk<M, C>(
+    conn: &mut C,
+    chunk: &[NewMessage],
+) -> Result<Vec<Enqueued>, EnqueueError>
+where
+    M: OutboxMessage,
+    C: EnqueueConnection,
+{
+    let done = conn
+        .connection()
+        .insert_messages(chunk)
+        .await
+        .map_err(|source| {
+            let bytes = chunk.iter().map(|m| m.payload.len()).sum();
+            EnqueueError::from_insert(M::TYPE, bytes, source)
+        })?;
+    let new = done.iter().filter(|r| !r.is_duplicate()).count();
+    metrics::counter!(crate::counters::names::ENQUEUED, "type" => M::TYPE).increment(new as u64);
+    Ok(done)
 }
 
 /// Splits `rows` into insert statements of at most [`INSERT_CHUNK`] rows and, unless one
