@@ -35,7 +35,7 @@ pub enum EnqueueError {
         /// Type tag of the message.
         type_tag: &'static str,
         /// The field and the reason.
-        source: crate::InvalidMessage,
+        source: crate::message::InvalidMessage,
     },
     /// An enqueue option has a value the library cannot honour.
     #[error("enqueue option `{option}` for a `{type_tag}` message is invalid: {reason}")]

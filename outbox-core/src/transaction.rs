@@ -10,10 +10,7 @@ use std::time::Duration;
 
 use sqlx::{Database, Pool};
 
-use crate::{
-    error::{BoxError, Fault},
-    EnqueueError, Error,
-};
+use crate::error::{BoxError, EnqueueError, Error, Fault};
 
 /// An error that may say "the database aborted the transaction; run it again".
 ///

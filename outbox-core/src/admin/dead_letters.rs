@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::SystemTime};
 
 use super::{DeadLetter, DeadLetterFilter, Requeued};
-use crate::{clock::Clock, store::Backend, Error, MessageId};
+use crate::{clock::Clock, enqueue::MessageId, error::Error, store::Backend};
 
 /// List, count, requeue and purge dead letters. Safe while workers run: each operation
 /// is one transaction, and a requeued message is an ordinary pending message.

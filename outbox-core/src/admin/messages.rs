@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{LiveFilter, LiveMessage, LiveMessageDetail};
-use crate::{clock::Clock, store::Backend, Error, MessageId};
+use crate::{clock::Clock, enqueue::MessageId, error::Error, store::Backend};
 
 /// How many messages one transaction of a retry-now or a cancel changes at most.
 pub const LIVE_BATCH: u32 = 1_000;

@@ -16,8 +16,8 @@ pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
 
 use crate::{
     clock::{Clock, SystemClock},
+    error::Error,
     store::{Backend, BucketState, RateLimit},
-    Error,
 };
 
 /// The admin surface over one backend.

@@ -9,7 +9,7 @@ use super::{
     insert_chunk, prepare::NewMessage, EnqueueConnection, EnqueueOptions, INSERT_CHUNK,
     INSERT_CHUNK_BYTES,
 };
-use crate::{EnqueueError, OutboxMessage};
+use crate::{error::EnqueueError, message::OutboxMessage};
 
 /// What a fan-out wrote: how many messages are new and how many were skipped because their
 /// idempotency key was taken.
@@ -187,7 +187,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{clock::Due, MessageId};
+    use crate::{clock::Due, enqueue::MessageId};
 
     fn row(bytes: usize) -> NewMessage {
         NewMessage {

@@ -38,7 +38,7 @@ pub use message_id::MessageId;
 pub use options::EnqueueOptions;
 pub use prepare::NewMessage;
 
-use crate::{EnqueueError, OutboxMessage};
+use crate::{error::EnqueueError, message::OutboxMessage};
 
 /// Rows per insert statement when a batch is written.
 pub(crate) const INSERT_CHUNK: usize = 1000;

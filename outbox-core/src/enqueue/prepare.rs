@@ -8,8 +8,8 @@ use super::{
 };
 use crate::{
     clock::Due,
-    message::{validate_type_tag, MAX_IDEMPOTENCY_KEY_LEN},
-    EnqueueError, OutboxMessage,
+    error::EnqueueError,
+    message::{validate_type_tag, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN},
 };
 
 /// Longest delay accepted (about 1,000 years: the due time must fit the database's

@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::SystemTime};
 
-use crate::MessageId;
+use crate::enqueue::MessageId;
 
 /// Facts about the message being delivered, and the application state.
 #[derive(Debug)]

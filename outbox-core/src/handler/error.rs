@@ -5,7 +5,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use crate::BoxError;
+use crate::error::BoxError;
 
 /// What should happen after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

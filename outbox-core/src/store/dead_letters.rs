@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use crate::MessageId;
+use crate::enqueue::MessageId;
 
 /// One dead letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +136,9 @@ pub struct Requeued {
 impl DeadLetter {
     /// The payload as an `M`; an error if the dead letter is of another type or its
     /// payload does not decode as `M`.
-    pub fn decode<M: crate::OutboxMessage>(&self) -> Result<M, crate::message::DecodeError> {
+    pub fn decode<M: crate::message::OutboxMessage>(
+        &self,
+    ) -> Result<M, crate::message::DecodeError> {
         crate::message::decode_stored::<M>(&self.type_tag, &self.payload)
     }
 }

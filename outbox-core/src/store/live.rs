@@ -4,7 +4,10 @@
 use std::time::SystemTime;
 
 use super::FailedAttempt;
-use crate::{message::DecodeError, MessageId, OutboxMessage};
+use crate::{
+    enqueue::MessageId,
+    message::{DecodeError, OutboxMessage},
+};
 
 /// Where a live message stands, as [`TypeCounts`](super::TypeCounts) counts it: the same
 /// definitions, computed at the time of the read.

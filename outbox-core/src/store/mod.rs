@@ -42,7 +42,7 @@ pub use queue::{
 };
 pub use wake::Wakeups;
 
-use crate::Error;
+use crate::error::Error;
 
 /// A message type paused across processes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::{
     clock::{Due, Now},
-    MessageId,
+    enqueue::MessageId,
 };
 
 /// A request for the next due messages of one type.
