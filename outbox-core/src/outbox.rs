@@ -18,10 +18,12 @@ pub use settings::QueueOptions;
 use crate::{
     admin::Admin,
     clock::{Clock, SystemClock},
+    counters::DeliveryCounts,
+    error::Error,
     layers::orphan::OrphanCheck,
+    layers::rate_limit::RateLimit,
     store::{Backend, Retention},
     worker::{Counters, ErasedHandler},
-    DeliveryCounts, Error, RateLimit,
 };
 
 /// One registered message type.

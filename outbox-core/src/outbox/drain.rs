@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use super::Outbox;
 use crate::{
+    counters::DeliveryCounts,
+    error::Error,
     store::{Backend, UnregisteredType},
-    DeliveryCounts, Error,
 };
 
 /// How often a drain checks whether anything is left.

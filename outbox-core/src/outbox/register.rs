@@ -4,11 +4,13 @@ use std::{future::Future, sync::Arc};
 
 use super::{Outbox, Registration};
 use crate::{
+    error::BoxError,
     handler::Handler,
     layers::orphan::{check::TypedOrphanCheck, Relevance},
+    layers::rate_limit::RateLimit,
+    message::OutboxMessage,
     store::Backend,
     worker::TypedHandler,
-    BoxError, OutboxMessage, RateLimit,
 };
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {

@@ -10,6 +10,7 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use super::{gauges, pauses, retention, Outbox, Registration};
 use crate::{
+    error::Error,
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanLayer, pause::PauseLayer, pause::PauseSwitch,
         rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
@@ -19,7 +20,6 @@ use crate::{
         heartbeat, supervise, watch_due, Dispatch, Hub, IdlePoll, Process, WorkerNames,
         WorkerSettings,
     },
-    Error,
 };
 
 /// Workers started by [`Outbox::start`], and how to stop them.

@@ -4,8 +4,8 @@ use std::{sync::Arc, time::Duration};
 
 use crate::{
     counters::{Counters, Tally},
+    layers::retry::RetrySchedule,
     worker::WorkerSettings,
-    RetrySchedule,
 };
 
 /// Messages claimed per statement unless set (see [`QueueOptions::batch_size`]).

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use super::{at, claim, ids, insert, message, settlement, t0, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
+    enqueue::NewMessage,
     store::{Claimed, PauseStore, QueueStore, Settle},
-    NewMessage,
 };
 
 /// Claim order is priority (higher first), then due time (earlier first), then id (older

@@ -4,8 +4,9 @@
 use super::{at, claim, ids, insert, message, settlement, PortHarness};
 use crate::{
     clock::Now,
+    enqueue::MessageId,
+    enqueue::NewMessage,
     store::{DeadLetterFilter, DeadLetterStore, QueueStore, Requeued, Settle},
-    MessageId, NewMessage,
 };
 
 /// The two types the cases bury.

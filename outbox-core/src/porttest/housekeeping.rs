@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::{at, claim, counts, ids, insert, message, settlement, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
+    enqueue::NewMessage,
     store::{
         ClaimRequest, DeadLetterFilter, DeadLetterStore, PauseStore, QueueStore, Settle,
         StatsStore, UnregisteredType,
     },
-    NewMessage,
 };
 
 /// A drain is unfinished while a message of its types is due (unless the type is paused)

@@ -268,7 +268,7 @@ pub async fn one_heartbeat_serves_every_worker<H: PortHarness>(h: &H) {
 pub async fn due_types_names_the_types_with_due_messages<H: PortHarness>(h: &H) {
     let b = h.backend();
     let now = at(1_000);
-    let later = crate::NewMessage {
+    let later = crate::enqueue::NewMessage {
         due: crate::clock::Due::At(at(5_000)),
         ..message("port_due_later", 3)
     };

@@ -6,11 +6,12 @@ use std::collections::HashSet;
 use super::{at, claim, ids, insert, message, settlement, t0, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
+    enqueue::MessageId,
+    enqueue::NewMessage,
     store::{
         FailedAttempt, LiveFilter, LiveMessage, LiveMessageStore, LiveState, PauseStore,
         QueueStore, Settle,
     },
-    MessageId, NewMessage,
 };
 
 /// The type most cases use.

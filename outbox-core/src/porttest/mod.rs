@@ -65,8 +65,11 @@ use futures::future::BoxFuture;
 
 use crate::{
     clock::{Due, Now},
+    enqueue::Enqueued,
+    enqueue::MessageId,
+    enqueue::NewMessage,
+    error::Error,
     store::{Backend, ClaimRequest, Claimed, Settle, Settlement, TypeCounts},
-    Enqueued, Error, MessageId, NewMessage,
 };
 
 /// What a case needs besides the port: the backend over a freshly migrated, empty

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::{at, claim, counts, insert, message, settlement, PortHarness};
 use crate::{
     clock::Now,
+    enqueue::NewMessage,
     store::{QueueStore, Settle},
-    NewMessage,
 };
 
 /// Kept as done at `done_ms` after [`super::t0`]: claims one message of `t` and settles it

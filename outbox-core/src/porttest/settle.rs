@@ -7,10 +7,11 @@ use std::time::Duration;
 use super::{at, claim, counts, ids, insert, message, settlement, t0, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
+    enqueue::Enqueued,
+    enqueue::NewMessage,
     store::{
         DeadLetterFilter, DeadLetterStore, FailedAttempt, Fenced, QueueStore, Settle, Settled,
     },
-    Enqueued, NewMessage,
 };
 
 /// A settlement kind that is not Done{keep: false}, for the cases that need every kind.
@@ -435,7 +436,7 @@ pub async fn mixed_batch_counts_exactly<H: PortHarness>(h: &H) {
         ..settlement(&c[5], Settle::Release)
     });
     batch.push(crate::store::Settlement {
-        id: crate::MessageId::from_string("01J0000000000000000NOSUCH0"),
+        id: crate::enqueue::MessageId::from_string("01J0000000000000000NOSUCH0"),
         ..settlement(&c[5], Settle::Release)
     });
     let s = b.settle("w1", &batch, Now::At(at(20))).await.unwrap();

@@ -18,10 +18,12 @@ use tower::Service;
 
 use crate::{
     counters::names,
+    enqueue::MessageId,
+    error::BoxError,
     handler::{Handler, HandlerErrorKind, MessageContext},
     layers::{AttemptFailed, Completion},
+    message::OutboxMessage,
     store::Claimed,
-    BoxError, MessageId, OutboxMessage,
 };
 
 /// What one delivery attempt needs to know about its message.

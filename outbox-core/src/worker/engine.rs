@@ -54,8 +54,8 @@ use super::{
 };
 use crate::{
     counters::Outcome,
+    error::Error,
     store::{Backend, ClaimRequest, Claimed, Settle, Settled, Settlement},
-    Error,
 };
 
 /// The pause after a claim that found fewer messages than it asked for.

@@ -16,9 +16,9 @@ use tower::{Layer, Service};
 use super::shared::Shared;
 use crate::{
     counters::Outcome,
+    error::BoxError,
     layers::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
     store::{Backend, Claimed, Due, Settle, Settlement},
-    BoxError,
 };
 
 /// When an error nobody classified comes back (it never should), the message is retried

@@ -17,8 +17,8 @@ use super::WorkerSettings;
 use crate::{
     clock::Clock,
     counters::Outcome,
+    enqueue::MessageId,
     store::{Backend, Claimed, Held, Settle, Settlement},
-    MessageId,
 };
 
 /// State shared by the worker's stream, its flusher, its settle layer and the process's

@@ -31,8 +31,8 @@ use super::sql::{
     Arg, Dialect, Queries,
 };
 use crate::{
+    error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error,
 };
 
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.

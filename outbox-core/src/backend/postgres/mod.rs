@@ -35,8 +35,8 @@ use super::sql::{
     Arg, Dialect, Queries,
 };
 use crate::{
+    error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error,
 };
 
 /// Where the tests and examples look for PostgreSQL unless told otherwise.

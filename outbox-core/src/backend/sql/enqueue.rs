@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::{rows::json, Arg};
 use crate::{
     clock::{unix_millis_ceil, Due},
+    enqueue::MessageId,
     enqueue::{Enqueued, NewMessage},
-    MessageId,
 };
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:

@@ -29,13 +29,13 @@ use self::rows::{
 };
 use crate::{
     clock::{unix_millis, Now},
+    error::Error,
     store::{
         BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
         LiveFilter, LiveMessage, LiveMessageDetail, LiveMessageStore, PauseStore, PausedType,
         QueueStore, RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore,
         TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
     },
-    Error,
 };
 
 /// Runs of a write transaction after a transient error (deadlock, serialization failure,

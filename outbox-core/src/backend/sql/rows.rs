@@ -10,11 +10,11 @@ use serde::Serialize;
 use super::{Arg, SqlRow};
 use crate::{
     clock::{from_unix_millis, unix_millis, unix_millis_ceil},
+    enqueue::MessageId,
     store::{
         Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, LiveFilter, LiveMessage,
         LiveState, Settle, Settlement, TypeCounts, WorkerBeat,
     },
-    MessageId,
 };
 
 /// A settlement as the statements read it from their JSON parameter.

@@ -42,8 +42,8 @@ use super::sql::{
     Arg, Dialect, Queries,
 };
 use crate::{
+    error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
-    Error,
 };
 
 /// Name of the table that records which of the outbox's own migrations ran (kept apart

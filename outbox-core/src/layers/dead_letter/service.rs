@@ -8,9 +8,9 @@ use tower::Service;
 
 use super::DeadLetterLayer;
 use crate::{
+    error::BoxError,
     layers::outcome::{Completion, GivenUp},
     store::Claimed,
-    BoxError,
 };
 
 /// Notes [`GivenUp`] errors at DEBUG; the worker's flusher moves their message into the

@@ -4,7 +4,7 @@ use std::{future::Future, marker::PhantomData, sync::Arc};
 
 use futures::future::BoxFuture;
 
-use crate::{BoxError, OutboxMessage};
+use crate::{error::BoxError, message::OutboxMessage};
 
 /// Whether a message is still worth delivering.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,9 +12,9 @@ use tower::Service;
 use super::{OrphanLayer, Relevance};
 use crate::{
     clock::Due,
+    error::BoxError,
     layers::outcome::{Completion, Deferred},
     store::Claimed,
-    BoxError,
 };
 
 /// How long a message waits when its orphan check failed.

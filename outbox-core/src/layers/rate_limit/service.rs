@@ -15,9 +15,9 @@ use tower::Service;
 use super::{RateLimitLayer, GRANT_EVENT_TARGET};
 use crate::{
     clock::{unix_secs_f64, Due},
+    error::BoxError,
     layers::outcome::Deferred,
     store::TokenGrant,
-    BoxError,
 };
 
 /// How long a message waits when its bucket does not exist.

@@ -9,10 +9,10 @@ use tower::Service;
 use super::RetryLayer;
 use crate::{
     clock::Due,
+    error::BoxError,
     handler::HandlerErrorKind,
     layers::outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
     store::Claimed,
-    BoxError,
 };
 
 /// Turns failed attempts into [`Rescheduled`] (on the schedule, or at the handler's time)
