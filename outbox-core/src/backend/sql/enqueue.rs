@@ -8,11 +8,12 @@ use std::collections::{HashMap, HashSet};
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use super::{rows::json, Arg};
+use super::rows::json;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use super::Arg;
 use crate::{
     clock::{unix_millis_ceil, Due},
-    enqueue::MessageId,
-    enqueue::{Enqueued, NewMessage},
+    enqueue::{Enqueued, MessageId, NewMessage},
 };
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
@@ -31,6 +32,7 @@ pub(crate) fn due_parts(due: Due) -> (Option<i64>, i64) {
 /// One message's parameters in the order of every database's `enqueue_one.sql`: id, type,
 /// payload, max attempts, due (unix ms or NULL), priority, idempotency key, now (unix ms,
 /// NULL for the database's clock), delay (ms).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 9] {
     let (due, delay) = due_parts(m.due);
     [
@@ -47,6 +49,7 @@ pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 9] {
 }
 
 /// One row as the PostgreSQL and MySQL batch statements read it from their JSON parameter.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 #[derive(Serialize)]
 struct Row<'a> {
     id: &'a str,
@@ -67,6 +70,7 @@ struct Row<'a> {
 
 /// One row as a JSON array, in [`Row`]'s field order: read by position (SQLite), without
 /// key names to write, parse and look up.
+#[cfg(feature = "sqlite")]
 #[derive(Serialize)]
 struct RowArray<'a>(
     &'a str,
@@ -84,6 +88,7 @@ fn payload_text(m: &NewMessage) -> Result<&str, sqlx::Error> {
 }
 
 /// The rows as a JSON array of objects (PostgreSQL and MySQL batch statements).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
     let encoded = rows
         .iter()
@@ -105,6 +110,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
 }
 
 /// The rows as a JSON array of arrays (the SQLite batch statement).
+#[cfg(feature = "sqlite")]
 pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
     let encoded = rows
         .iter()
@@ -126,6 +132,7 @@ pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Err
 }
 
 /// The ids of a batch as a JSON array (SQLite's `written_ids.sql`).
+#[cfg(feature = "sqlite")]
 pub(crate) fn ids_json(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
     let ids: Vec<&str> = rows.iter().map(|m| m.id.as_str()).collect();
     json(&ids)
@@ -135,11 +142,14 @@ pub(crate) fn ids_json(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
 #[derive(Debug)]
 pub(crate) enum Written {
     /// Every row (as many written as given: ids are fresh).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     All,
     /// These ids; the others had a taken key.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     Ids(HashSet<String>),
     /// Rows without a key; whether a keyed row was written is known only by asking who
     /// holds its key (MySQL: a taken key is a no-op update).
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     Unkeyed,
 }
 
