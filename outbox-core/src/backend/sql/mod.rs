@@ -587,8 +587,7 @@ impl<D: Dialect> QueueStore for D {
             let rows = self
                 .fetch(None, self.queries().count_unfinished, &args)
                 .await?;
-            let n = rows.first().map(|r| r.int(0)).transpose()?;
-            Ok(n.unwrap_or_default().max(0) as u64)
+            Ok(rows::count(&rows)?)
         })
     }
 
@@ -770,8 +769,7 @@ impl<D: Dialect> DeadLetterStore for D {
             let rows = self
                 .fetch(None, self.queries().dead_letters_count, &args)
                 .await?;
-            let n = rows.first().map(|r| r.int(0)).transpose()?;
-            Ok(n.unwrap_or_default().max(0) as u64)
+            Ok(rows::count(&rows)?)
         })
     }
 
@@ -845,8 +843,7 @@ impl<D: Dialect> LiveMessageStore for D {
         Box::pin(async move {
             let args = live_filter_args(filter, self.now_ms(now));
             let rows = self.fetch(None, self.queries().live_count, &args).await?;
-            let n = rows.first().map(|r| r.int(0)).transpose()?;
-            Ok(n.unwrap_or_default().max(0) as u64)
+            Ok(rows::count(&rows)?)
         })
     }
 

@@ -208,6 +208,12 @@ pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 3] {
     ]
 }
 
+/// The count a `SELECT count(*)` returned (0 without a row).
+pub(crate) fn count<R: SqlRow>(rows: &[R]) -> Result<u64, sqlx::Error> {
+    let n = rows.first().map(|r| r.int(0)).transpose()?;
+    Ok(n.unwrap_or_default().max(0) as u64)
+}
+
 /// The live-message filter parameters, in every live statement's order: now (unix ms, or
 /// NULL for the database's clock), id, type, state, key prefix, error text.
 pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 6] {
