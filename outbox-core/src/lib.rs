@@ -21,14 +21,15 @@ mod transaction;
 mod worker;
 
 pub use admin::{
-    Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, LiveFilter, LiveMessage,
-    LiveMessageDetail, LiveMessages, LivePage, LiveState, TypeCounts,
+    Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress, Groups,
+    LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState, TypeCounts,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
 pub use enqueue::{
     enqueue_iter, enqueue_many, enqueue_many_with, enqueue_stream, Enqueue, EnqueueConnection,
     EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId, NewMessage,
+    MAX_GROUP_NAME_LEN,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};

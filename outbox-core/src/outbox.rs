@@ -3,6 +3,7 @@
 
 mod drain;
 mod gauges;
+mod groups;
 mod pauses;
 mod register;
 mod retention;

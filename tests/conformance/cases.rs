@@ -600,6 +600,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
                 keep: false,
                 note: None,
             },
+            grouped: false,
         }]
     };
     for settle in [
@@ -617,6 +618,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
             attempt: 1,
             claim: 1,
             settle,
+            grouped: false,
         }];
         let r = b.settle("stale-0", &stale, Now::At(later)).await.unwrap();
         assert_eq!(
@@ -655,6 +657,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
             error: "snoozed".into(),
             give_back_attempt: true,
         },
+        grouped: false,
     }];
     let r = b.settle("same-0", &snooze, Now::At(t0)).await.unwrap();
     assert_eq!((r.applied, r.fenced.len()), (1, 0));
@@ -681,6 +684,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
                     keep: false,
                     note: None,
                 },
+                grouped: false,
             }],
             Now::At(t0),
         )

@@ -9,6 +9,7 @@ mod captured;
 mod cases;
 mod failed_enqueue;
 mod fan_out;
+mod groups;
 mod harness;
 #[cfg(feature = "postgres")]
 mod isolation;
@@ -20,7 +21,7 @@ macro_rules! conformance {
     ($backend:ident, $harness:ty, $feature:literal) => {
         #[cfg(feature = $feature)]
         mod $backend {
-            use super::{cases, failed_enqueue, fan_out, harness, many_types, processes};
+            use super::{cases, failed_enqueue, fan_out, groups, harness, many_types, processes};
             type H = $harness;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,6 +155,14 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {
                 processes::three_processes_deliver_each_exactly_once::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn two_processes_steer_a_group() {
+                groups::two_processes_steer_a_group::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn live_listing_pages_without_repeats_or_gaps() {
+                groups::live_listing_pages_without_repeats_or_gaps::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn killed_workers_messages_are_delivered_by_another() {

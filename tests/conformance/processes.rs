@@ -32,6 +32,9 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     if role == "skew" {
         return skewed_child(h).await;
     }
+    if role == "group" {
+        return super::groups::group_child(h).await;
+    }
     let hang = role == "hang";
     // Draining processes keep the default lease: they are alive, only busy.
     let options = if role == "drain" {
@@ -61,7 +64,7 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     }
 }
 
-fn spawn_child(backend: &str, role: &str, url: &str) -> Child {
+pub(super) fn spawn_child(backend: &str, role: &str, url: &str) -> Child {
     child_command(backend, role, url)
         .spawn()
         .expect("start a worker process")

@@ -1,17 +1,19 @@
-//! Operating the outbox from code: live messages, dead letters, pause/resume, rate buckets and status
-//! counts. Everything here works from any process on the database, with or without
+//! Operating the outbox from code: live messages, groups, dead letters, pause/resume, rate
+//! buckets and status counts. Everything here works from any process on the database, with or without
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
+mod groups;
 mod messages;
 
 use std::sync::Arc;
 
 pub use crate::store::{
-    DeadLetter, DeadLetterFilter, FailedAttempt, LiveFilter, LiveMessage, LiveMessageDetail,
-    LiveState, PausedType, Requeued, TypeCounts,
+    DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter, LiveMessage,
+    LiveMessageDetail, LiveState, PausedType, Requeued, TypeCounts,
 };
 pub use dead_letters::DeadLetters;
+pub use groups::Groups;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
 
 use crate::{
@@ -46,6 +48,11 @@ impl<B: Backend> Admin<B> {
     /// retry now, cancel.
     pub fn messages(&self) -> LiveMessages<B> {
         LiveMessages::new(self.backend.clone(), Arc::clone(&self.clock))
+    }
+
+    /// The groups (campaigns): progress, pause, resume, cancel, completion hook.
+    pub fn groups(&self) -> Groups<B> {
+        Groups::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// Stops starting messages of `type_tag` in every process within about a second;

@@ -198,6 +198,7 @@ mod tests {
             priority: 0,
             max_attempts: 1,
             idempotency_key: None,
+            group: None,
         }
     }
 

@@ -36,7 +36,8 @@ use futures::future::BoxFuture;
 pub use fan_out::{enqueue_iter, enqueue_stream, FanOut, FanOutError};
 pub use message_id::MessageId;
 pub use options::EnqueueOptions;
-pub use prepare::NewMessage;
+pub(crate) use prepare::check_group;
+pub use prepare::{NewMessage, MAX_GROUP_NAME_LEN};
 
 use crate::{error::EnqueueError, message::OutboxMessage};
 
@@ -281,6 +282,7 @@ mod tests {
                 priority: 0,
                 max_attempts: 1,
                 idempotency_key: None,
+                group: None,
             })
             .collect()
     }

@@ -19,6 +19,7 @@ pub struct EnqueueOptions {
     pub(crate) max_attempts: Option<u32>,
     pub(crate) max_payload: Option<usize>,
     pub(crate) key: KeyChoice,
+    pub(crate) group: Option<String>,
 }
 
 /// When a delayed message becomes due.
@@ -81,6 +82,14 @@ impl EnqueueOptions {
     /// Use this idempotency key instead of the one the type derives from its fields.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.key = KeyChoice::Custom(key.into());
+        self
+    }
+
+    /// Put the message in group `name` (a campaign, a mailing): a group is paused,
+    /// resumed, counted and cancelled as one, across processes, with `Admin::groups`. A
+    /// name is 1 to 200 bytes without control characters.
+    pub fn group(mut self, name: impl Into<String>) -> Self {
+        self.group = Some(name.into());
         self
     }
 

@@ -37,6 +37,8 @@ pub struct NewMessage {
     pub max_attempts: u32,
     /// Key unique per type while the row exists.
     pub idempotency_key: Option<String>,
+    /// The group it belongs to, if any.
+    pub group: Option<String>,
 }
 
 impl NewMessage {
@@ -70,6 +72,13 @@ impl NewMessage {
         if let Some(key) = &key {
             check_key(key).map_err(|reason| EnqueueError::InvalidKey {
                 type_tag: M::TYPE,
+                reason,
+            })?;
+        }
+        if let Some(group) = &options.group {
+            check_group(group).map_err(|reason| EnqueueError::InvalidOption {
+                type_tag: M::TYPE,
+                option: "group",
                 reason,
             })?;
         }
@@ -107,6 +116,7 @@ impl NewMessage {
             priority: options.priority.unwrap_or(M::DEFAULTS.priority),
             max_attempts,
             idempotency_key: key,
+            group: options.group.clone(),
         })
     }
 }
@@ -128,6 +138,26 @@ fn check_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Longest group name, in bytes.
+pub const MAX_GROUP_NAME_LEN: usize = 200;
+
+/// A group name is 1 to [`MAX_GROUP_NAME_LEN`] bytes without control characters.
+pub(crate) fn check_group(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the group name is empty; name the campaign (e.g. \"campaign-7\")".into());
+    }
+    if name.len() > MAX_GROUP_NAME_LEN {
+        return Err(format!(
+            "the group name is {} bytes long; the limit is {MAX_GROUP_NAME_LEN}",
+            name.len()
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("the group name contains control characters".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +170,15 @@ mod tests {
             .unwrap_err()
             .contains("256 bytes"));
         assert!(check_key("a\nb").unwrap_err().contains("control"));
+    }
+
+    #[test]
+    fn group_names_are_checked() {
+        assert!(check_group("campaign-7").is_ok());
+        assert!(check_group("").unwrap_err().contains("empty"));
+        assert!(check_group(&"g".repeat(201))
+            .unwrap_err()
+            .contains("201 bytes"));
+        assert!(check_group("a\tb").unwrap_err().contains("control"));
     }
 }

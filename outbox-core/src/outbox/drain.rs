@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::Outbox;
+use super::{groups, Outbox};
 use crate::{
     counters::DeliveryCounts,
     error::Error,
@@ -57,7 +57,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     .backend
                     .count_unfinished(&types, running.names.prefix(), self.clock.database_now())
                     .await?;
-                if left == 0 {
+                // A group that just finished enqueues its completion message: deliver it
+                // in this drain too.
+                if left == 0 && groups::fire_once(&self.backend, self.clock.as_ref()).await == 0 {
                     return Ok::<(), Error>(());
                 }
             }

@@ -8,7 +8,7 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{gauges, pauses, retention, Outbox, Registration};
+use super::{gauges, groups, pauses, retention, Outbox, Registration};
 use crate::{
     error::Error,
     layers::{
@@ -150,6 +150,13 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             }
         };
         let mut switches = HashMap::new();
+        // Start paused groups paused too.
+        match self.backend.paused_groups().await {
+            Ok(groups) => {
+                hub.paused_groups.set(groups.into_iter().collect());
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the paused groups at start"),
+        }
         let workers = self
             .registrations
             .iter()
@@ -175,7 +182,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                         )
                     }),
                 );
-                let dispatch = Dispatch::new(r.queue, Arc::clone(&r.handler));
+                let dispatch = Dispatch::new(
+                    r.queue,
+                    Arc::clone(&r.handler),
+                    Arc::clone(&hub.paused_groups),
+                );
                 let process = Process {
                     store: self.backend.clone(),
                     clock: Arc::clone(&self.clock),
@@ -199,7 +210,17 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             .unwrap_or(Duration::from_secs(10));
         let (min, max) = self.idle_poll;
         let mut helpers = vec![
-            pauses::watch(self.backend.clone(), switches, stopped.clone()),
+            pauses::watch(
+                self.backend.clone(),
+                switches,
+                Arc::clone(&hub),
+                stopped.clone(),
+            ),
+            groups::fire_hooks(
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                stopped.clone(),
+            ),
             watch_due(
                 Arc::clone(&hub),
                 self.backend.clone(),

@@ -59,6 +59,7 @@ pub async fn claim_order_is_priority_then_due_then_id<H: PortHarness>(h: &H) {
         priority: i32::from(m.priority),
         due_at: at(due_ms),
         claim: 1,
+        group: None,
     };
     assert_eq!(
         claimed,

@@ -124,7 +124,11 @@ pub async fn live_list_and_count_by_filters<H: PortHarness>(h: &H) {
         (LiveFilter::type_tag(B), vec![m.paused.clone()]),
         (
             LiveFilter::all().state(LiveState::Pending),
-            vec![m.pending.clone(), m.paused.clone()],
+            vec![m.pending.clone()],
+        ),
+        (
+            LiveFilter::all().state(LiveState::Paused),
+            vec![m.paused.clone()],
         ),
         (
             LiveFilter::all().state(LiveState::Scheduled),
@@ -199,7 +203,7 @@ pub async fn live_list_and_count_by_filters<H: PortHarness>(h: &H) {
         (retrying.lease_owner, retrying.lease_expires_at),
         (None, None)
     );
-    assert!(!retrying.paused);
+    assert_eq!(retrying.group, None);
 
     let running = one(h, &m.running, 100).await;
     assert_eq!(running.state, LiveState::Running);
@@ -215,7 +219,7 @@ pub async fn live_list_and_count_by_filters<H: PortHarness>(h: &H) {
     assert_eq!(scheduled.type_tag, A);
 
     let paused = one(h, &m.paused, 100).await;
-    assert_eq!((paused.state, paused.paused), (LiveState::Pending, true));
+    assert_eq!(paused.state, LiveState::Paused);
     assert_eq!(paused.due_at, t0());
 
     let shown = b

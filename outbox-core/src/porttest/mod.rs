@@ -8,7 +8,7 @@
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
 //! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
 //! (filters, paging, purge and requeue), [`live`] (live messages: filters, keyset paging,
-//! retry now, cancel), and [`housekeeping`] (drains, unregistered
+//! retry now, cancel), [`groups`] (progress, pause, cancel, completion hooks), and [`housekeeping`] (drains, unregistered
 //! types, the database's own clock).
 //!
 //! # Time
@@ -53,6 +53,7 @@
 pub mod bucket;
 pub mod claim;
 pub mod dead_letters;
+pub mod groups;
 pub mod housekeeping;
 pub mod lease;
 pub mod live;
@@ -139,6 +140,12 @@ macro_rules! port_suite {
             live::keyset_paging_survives_concurrent_deletes,
             live::retry_now_moves_due_keeps_attempts_skips_running,
             live::cancel_removes_queued_matching_in_batches,
+            groups::group_progress_counts_every_state,
+            groups::a_paused_group_is_not_claimed,
+            groups::cancel_removes_a_groups_queued_messages,
+            groups::delivered_counts_only_what_applied,
+            groups::the_dead_letters_keep_the_group,
+            groups::the_completion_hook_fires_once,
             housekeeping::count_unfinished_sees_due_and_held_messages,
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,
@@ -180,6 +187,7 @@ pub fn message(type_tag: &'static str, n: u32) -> NewMessage {
         priority: 0,
         max_attempts: 3,
         idempotency_key: None,
+        group: None,
     }
 }
 
@@ -228,6 +236,7 @@ pub fn settlement(claimed: &Claimed, settle: Settle) -> Settlement {
         attempt: claimed.attempt,
         claim: claimed.claim,
         settle,
+        grouped: claimed.group.is_some(),
     }
 }
 

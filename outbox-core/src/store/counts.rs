@@ -19,6 +19,9 @@ pub struct TypeCounts {
     pub done: u64,
     /// Given up: in the dead letters.
     pub dead: u64,
+    /// Queued but held because their type or their group is paused (counted in no other
+    /// state).
+    pub paused: u64,
     /// When the longest-waiting due message of the type became due (`None` if none is
     /// due): how far behind its workers are.
     pub oldest_due: Option<SystemTime>,

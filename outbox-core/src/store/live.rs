@@ -22,6 +22,8 @@ pub enum LiveState {
     /// Queued after at least one attempt (failed, or given back by a lease that ran out),
     /// due now or later.
     Retrying,
+    /// Queued, but its type or its group is paused: it waits for a resume.
+    Paused,
 }
 
 impl LiveState {
@@ -32,6 +34,7 @@ impl LiveState {
             LiveState::Scheduled => "scheduled",
             LiveState::Running => "running",
             LiveState::Retrying => "retrying",
+            LiveState::Paused => "paused",
         }
     }
 
@@ -42,6 +45,7 @@ impl LiveState {
             "scheduled" => LiveState::Scheduled,
             "running" => LiveState::Running,
             "retrying" => LiveState::Retrying,
+            "paused" => LiveState::Paused,
             _ => return None,
         })
     }
@@ -56,8 +60,8 @@ pub struct LiveMessage {
     pub type_tag: String,
     /// Where it stands at the time of the read.
     pub state: LiveState,
-    /// Whether its type is paused (its queued messages wait for a resume).
-    pub paused: bool,
+    /// Its group, if it was enqueued into one.
+    pub group: Option<String>,
     /// Attempts made so far (counted at claim: a running message counts its current one).
     pub attempts: u32,
     /// Attempts it has.
@@ -111,6 +115,8 @@ pub struct LiveFilter {
     pub key_prefix: Option<String>,
     /// Only messages whose last error contains this text (case-sensitive).
     pub error_contains: Option<String>,
+    /// Only messages of this group.
+    pub group: Option<String>,
 }
 
 impl LiveFilter {
@@ -138,6 +144,12 @@ impl LiveFilter {
     /// Narrows to messages of `type_tag`.
     pub fn of_type(mut self, type_tag: impl Into<String>) -> Self {
         self.type_tag = Some(type_tag.into());
+        self
+    }
+
+    /// Narrows to messages of group `name`.
+    pub fn in_group(mut self, name: impl Into<String>) -> Self {
+        self.group = Some(name.into());
         self
     }
 
@@ -182,7 +194,7 @@ mod tests {
                 id: MessageId::from_string("01J0000000000000000000000"),
                 type_tag: type_tag.into(),
                 state: LiveState::Retrying,
-                paused: false,
+                group: None,
                 attempts: 1,
                 max_attempts: 3,
                 priority: 0,

@@ -24,6 +24,7 @@
 mod bucket;
 mod counts;
 mod dead_letters;
+mod groups;
 mod live;
 mod queue;
 mod wake;
@@ -36,6 +37,7 @@ pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::TypeCounts;
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
+pub use groups::{GroupHook, GroupProgress, RateWindow, RATE_WINDOW};
 pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
@@ -277,6 +279,60 @@ pub trait LiveMessageStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<u64, Error>>;
 }
 
+/// Groups (campaigns): messages enqueued with a group name, paused, counted and cancelled
+/// as one, through the group indexes (never a scan of the queue).
+pub trait GroupStore: Send + Sync + 'static {
+    /// Pauses group `name` at `now` (idempotent): from the commit on, no claim takes its
+    /// messages; running processes also stop starting the ones they hold within
+    /// [`GROUP_PAUSE_POLL`] (they read [`GroupStore::paused_groups`]).
+    fn pause_group<'a>(
+        &'a self,
+        name: &'a str,
+        reason: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Resumes group `name`; false if it was not paused.
+    fn resume_group<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
+    /// The names of the paused groups.
+    fn paused_groups(&self) -> BoxFuture<'_, Result<Vec<String>, Error>>;
+    /// Every group's progress at `now`, by name.
+    fn groups(&self, now: Now) -> BoxFuture<'_, Result<Vec<GroupProgress>, Error>>;
+    /// One group's progress at `now`; `None` if nothing is known of it.
+    fn group<'a>(
+        &'a self,
+        name: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<GroupProgress>, Error>>;
+    /// Deletes the group's queued messages (never running ones: those finish) and counts
+    /// them as cancelled in its row, in transactions of at most `batch` messages, until a
+    /// batch finds none; returns how many it deleted.
+    fn cancel_group<'a>(
+        &'a self,
+        name: &'a str,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Sets the group's completion hook (armed again if it had fired).
+    fn set_group_hook<'a>(
+        &'a self,
+        name: &'a str,
+        hook: &'a GroupHook,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Fires the hooks of the groups with an armed hook and nothing queued or running:
+    /// each group's hook message is enqueued (with a fresh id from `new_id`) in the same
+    /// transaction that marks the hook fired, so across processes it fires once. Returns
+    /// the groups whose hook this call fired.
+    fn fire_group_hooks<'a>(
+        &'a self,
+        now: Now,
+        new_id: &'a (dyn Fn() -> String + Send + Sync),
+    ) -> BoxFuture<'a, Result<Vec<String>, Error>>;
+}
+
+/// How often a running outbox reads the paused groups (and types): a pause stops new
+/// starts in every process within about this long.
+pub const GROUP_PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Counts per type and status.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
@@ -290,6 +346,7 @@ pub trait Backend:
     + PauseStore
     + DeadLetterStore
     + LiveMessageStore
+    + GroupStore
     + StatsStore
     + Clone
     + Send

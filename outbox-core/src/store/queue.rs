@@ -41,6 +41,8 @@ pub struct Claimed {
     /// How many times the message has been claimed, this claim included: the fencing token
     /// its settlement names. Never given back, so no two claims of a message share it.
     pub claim: u32,
+    /// Its group, if it was enqueued into one.
+    pub group: Option<String>,
 }
 
 impl Claimed {
@@ -119,6 +121,9 @@ pub struct Settlement {
     pub claim: u32,
     /// What happens to it.
     pub settle: Settle,
+    /// Whether the message belongs to a group: a delivery is then counted in the group's
+    /// row in the same transaction.
+    pub grouped: bool,
 }
 
 /// What a batch of settlements did: every settlement either applied or was fenced.

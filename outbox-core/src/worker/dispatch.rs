@@ -21,7 +21,7 @@ use crate::{
     enqueue::MessageId,
     error::BoxError,
     handler::{Handler, HandlerErrorKind, MessageContext},
-    layers::{AttemptFailed, Completion},
+    layers::{pause::PausedGroups, AttemptFailed, Completion, Deferred},
     message::OutboxMessage,
     store::Claimed,
 };
@@ -164,6 +164,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 pub struct Dispatch {
     queue: &'static str,
     handler: Arc<dyn ErasedHandler>,
+    paused_groups: Arc<PausedGroups>,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -175,8 +176,18 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    pub(crate) fn new(queue: &'static str, handler: Arc<dyn ErasedHandler>) -> Self {
-        Self { queue, handler }
+    /// The dispatch of `queue` to `handler`; a message of a group in `paused_groups` is
+    /// given back instead of handled (the last check before its side effect).
+    pub(crate) fn new(
+        queue: &'static str,
+        handler: Arc<dyn ErasedHandler>,
+        paused_groups: Arc<PausedGroups>,
+    ) -> Self {
+        Self {
+            queue,
+            handler,
+            paused_groups,
+        }
     }
 }
 
@@ -194,6 +205,16 @@ impl Service<Task<Claimed>> for Dispatch {
 
         let claimed = task.args;
         let queue = self.queue;
+        if let Some(group) = claimed.group.as_deref() {
+            if self.paused_groups.contains(group) {
+                // Paused after it was claimed: back unchanged, keeping its place in line.
+                let deferred = Deferred {
+                    until: None,
+                    reason: format!("group `{group}` is paused"),
+                };
+                return Box::pin(futures::future::ready(Err(Box::new(deferred) as BoxError)));
+            }
+        }
         let handler = Arc::clone(&self.handler);
         let id = claimed.id;
         let attempt = claimed.attempt.max(1);

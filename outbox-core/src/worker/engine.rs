@@ -260,13 +260,22 @@ impl<B: Backend> Engine<B> {
         }));
     }
 
+    /// The next buffered message to start; a message of a paused group is given back
+    /// instead (its place in line kept).
     fn pop(&mut self) -> Option<Claimed> {
-        self.shared
-            .buffer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-            .map(|(c, _)| c)
+        loop {
+            let (claimed, _) = self
+                .shared
+                .buffer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()?;
+            let paused = &self.hub.paused_groups;
+            match &claimed.group {
+                Some(group) if paused.contains(group) => self.shared.release(&claimed),
+                _ => return Some(claimed),
+            }
+        }
     }
 }
 

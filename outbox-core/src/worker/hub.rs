@@ -19,6 +19,7 @@ use tokio::{
 use super::{idle_poll::IdlePoll, shared::Shared};
 use crate::{
     clock::Clock,
+    layers::pause::PausedGroups,
     store::{Backend, Held, WorkerBeat},
 };
 
@@ -47,6 +48,8 @@ pub(crate) struct Hub<B> {
     activity: Notify,
     /// A worker started: send a heartbeat now, so the registry shows it at once.
     joined: Notify,
+    /// The paused groups, as the process last read them.
+    pub(crate) paused_groups: Arc<PausedGroups>,
 }
 
 impl<B: Backend> Hub<B> {
@@ -56,6 +59,7 @@ impl<B: Backend> Hub<B> {
             workers: Mutex::new(Vec::new()),
             activity: Notify::new(),
             joined: Notify::new(),
+            paused_groups: Arc::new(PausedGroups::default()),
         })
     }
 
@@ -70,6 +74,18 @@ impl<B: Backend> Hub<B> {
     /// A worker claimed messages.
     pub(super) fn worked(&self) {
         self.activity.notify_one();
+    }
+
+    /// Gives back every buffered (claimed, not started) message of a paused group, in
+    /// every worker; returns how many.
+    pub(crate) fn release_paused_groups(&self) -> usize {
+        let paused = &self.paused_groups;
+        self.live()
+            .iter()
+            .map(|s| {
+                s.release_buffered_where(|c| c.group.as_deref().is_some_and(|g| paused.contains(g)))
+            })
+            .sum()
     }
 
     /// The workers still running (not closed).

@@ -79,6 +79,7 @@ where
 
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
         let (id, attempt, claim) = (task.args.id.clone(), task.args.attempt, task.args.claim);
+        let grouped = task.args.group.is_some();
         let shared = Arc::clone(&self.shared);
         let fut = self.inner.call(task);
         Box::pin(async move {
@@ -89,6 +90,7 @@ where
                 attempt,
                 claim,
                 settle,
+                grouped,
             };
             shared.finish(settlement, outcome);
             result

@@ -96,15 +96,36 @@ impl<B: Backend> Shared<B> {
             let stale = older_than.is_none_or(|limit| *at < limit);
             if stale {
                 released += 1;
-                self.settle(Settlement {
-                    id: claimed.id.clone(),
-                    attempt: claimed.attempt,
-                    claim: claimed.claim,
-                    settle: Settle::Release,
-                });
+                self.release(claimed);
             }
             !stale
         });
         released
+    }
+
+    /// Gives back the buffered messages `which` picks.
+    pub(super) fn release_buffered_where(&self, which: impl Fn(&Claimed) -> bool) -> usize {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut released = 0;
+        buffer.retain(|(claimed, _)| {
+            let picked = which(claimed);
+            if picked {
+                released += 1;
+                self.release(claimed);
+            }
+            !picked
+        });
+        released
+    }
+
+    /// Gives `claimed` back unchanged, as if never claimed (it was not started).
+    pub(super) fn release(&self, claimed: &Claimed) {
+        self.settle(Settlement {
+            id: claimed.id.clone(),
+            attempt: claimed.attempt,
+            claim: claimed.claim,
+            settle: Settle::Release,
+            grouped: claimed.group.is_some(),
+        });
     }
 }

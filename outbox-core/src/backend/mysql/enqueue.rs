@@ -56,6 +56,7 @@ async fn insert(
                 Arg::Int(delay),
                 Arg::Int(i64::from(m.priority)),
                 Arg::OptText(m.idempotency_key.as_deref()),
+                Arg::OptText(m.group.as_deref()),
             ];
             bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
                 .execute(&mut *conn)

@@ -31,9 +31,9 @@ pub(crate) fn due_parts(due: Due) -> (Option<i64>, i64) {
 
 /// One message's parameters in the order of every database's `enqueue_one.sql`: id, type,
 /// payload, max attempts, due (unix ms or NULL), priority, idempotency key, now (unix ms,
-/// NULL for the database's clock), delay (ms).
+/// NULL for the database's clock), delay (ms), group.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 9] {
+pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 10] {
     let (due, delay) = due_parts(m.due);
     [
         Arg::Text(m.id.as_str()),
@@ -45,6 +45,7 @@ pub(crate) fn one_args(m: &NewMessage, now: Option<i64>) -> [Arg<'_>; 9] {
         Arg::OptText(m.idempotency_key.as_deref()),
         Arg::OptInt(now),
         Arg::Int(delay),
+        Arg::OptText(m.group.as_deref()),
     ]
 }
 
@@ -66,6 +67,8 @@ struct Row<'a> {
     /// Left out when absent, so every database reads SQL NULL.
     #[serde(skip_serializing_if = "Option::is_none")]
     key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
 }
 
 /// One row as a JSON array, in [`Row`]'s field order: read by position (SQLite), without
@@ -80,6 +83,7 @@ struct RowArray<'a>(
     i64,
     u16,
     u32,
+    Option<&'a str>,
     Option<&'a str>,
 );
 
@@ -103,6 +107,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
                 priority: m.priority,
                 max_attempts: m.max_attempts,
                 key: m.idempotency_key.as_deref(),
+                group: m.group.as_deref(),
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
@@ -125,6 +130,7 @@ pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Err
                 m.priority,
                 m.max_attempts,
                 m.idempotency_key.as_deref(),
+                m.group.as_deref(),
             ))
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;

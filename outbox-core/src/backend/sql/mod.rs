@@ -17,7 +17,7 @@ pub(crate) mod enqueue;
 pub(crate) mod rows;
 
 use std::{
-    collections::HashSet,
+    collections::{BTreeMap, HashSet},
     time::{Duration, SystemTime},
 };
 
@@ -32,9 +32,9 @@ use crate::{
     error::Error,
     store::{
         BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
-        LiveFilter, LiveMessage, LiveMessageDetail, LiveMessageStore, PauseStore, PausedType,
-        QueueStore, RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore,
-        TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
+        GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage, LiveMessageDetail,
+        LiveMessageStore, PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued,
+        Settled, Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
     },
 };
 
@@ -97,6 +97,8 @@ pub trait SqlRow: Send + 'static {
     fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error>;
     /// A floating-point column.
     fn real(&self, i: usize) -> Result<f64, sqlx::Error>;
+    /// A floating-point column that may be NULL.
+    fn opt_real(&self, i: usize) -> Result<Option<f64>, sqlx::Error>;
     /// A text column.
     fn text(&self, i: usize) -> Result<String, sqlx::Error>;
     /// A text column that may be NULL.
@@ -115,6 +117,7 @@ where
     for<'r> i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> i16: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> f64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<f64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
@@ -131,6 +134,10 @@ where
     }
 
     fn real(&self, i: usize) -> Result<f64, sqlx::Error> {
+        self.try_get(i)
+    }
+
+    fn opt_real(&self, i: usize) -> Result<Option<f64>, sqlx::Error> {
         self.try_get(i)
     }
 
@@ -151,6 +158,9 @@ where
 /// move takes several statements lists them in the order they run in one transaction.
 #[derive(Debug)]
 pub struct Queries {
+    /// Grouped delivered messages counted in their groups' rows (settlement, before the
+    /// delete or keep).
+    pub settle_count_delivered: &'static str,
     /// Delivered messages deleted (settlement).
     pub settle_delete: &'static str,
     /// Delivered messages kept as done rows (settlement).
@@ -214,8 +224,32 @@ pub struct Queries {
     pub live_count: &'static str,
     /// Makes a batch of matching queued messages due now.
     pub live_retry_now: &'static str,
-    /// Deletes a batch of matching queued messages.
-    pub live_cancel: &'static str,
+    /// A batch of matching queued messages to cancel, with their groups, locked.
+    pub live_cancel_select: &'static str,
+    /// A batch of a group's queued messages to cancel, locked.
+    pub group_cancel_select: &'static str,
+    /// Deletes the messages a cancel selected.
+    pub cancel_delete: &'static str,
+    /// Adds cancelled messages to their groups' counts.
+    pub groups_cancelled: &'static str,
+    /// Pauses a group.
+    pub group_pause: &'static str,
+    /// Resumes a group.
+    pub group_resume: &'static str,
+    /// The paused groups.
+    pub paused_groups: &'static str,
+    /// One group's progress.
+    pub group_show: &'static str,
+    /// Every group's progress.
+    pub groups_list: &'static str,
+    /// Sets a group's completion hook.
+    pub group_hook_set: &'static str,
+    /// The groups whose hook is due.
+    pub groups_finished: &'static str,
+    /// Marks a group's hook fired (once).
+    pub group_complete: &'static str,
+    /// Enqueues a group's hook message.
+    pub group_hook_enqueue: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private
@@ -364,6 +398,8 @@ where
 /// The statements that apply `groups` (settlements by kind) for `owner` at `now`, each
 /// with its parameters, and which statement of each kind counts how many of it applied.
 struct SettleStatements<'a> {
+    /// The grouped deliveries' count statement, which runs first and counts nothing.
+    prelude: Option<(&'static str, [Arg<'a>; 3])>,
     args: Vec<(&'static [&'static str], [Arg<'a>; 3])>,
 }
 
@@ -388,7 +424,11 @@ impl<'a> SettleStatements<'a> {
                 Some((sqls, [Arg::Text(owner), Arg::OptInt(now), Arg::Text(rows)]))
             })
             .collect();
-        Self { args }
+        let prelude = groups.grouped_delivered.as_deref().map(|rows| {
+            let args = [Arg::Text(owner), Arg::OptInt(now), Arg::Text(rows)];
+            (q.settle_count_delivered, args)
+        });
+        Self { prelude, args }
     }
 
     /// The statements in the order they run, and the index of each kind's counting one
@@ -397,6 +437,9 @@ impl<'a> SettleStatements<'a> {
     fn statements(&self) -> (Vec<Statement<'_>>, Vec<usize>) {
         let mut statements = Vec::new();
         let mut counted = Vec::new();
+        if let Some((sql, args)) = &self.prelude {
+            statements.push((*sql, &args[..]));
+        }
         for (sqls, args) in &self.args {
             statements.extend(sqls.iter().map(|sql| (*sql, &args[..])));
             counted.push(statements.len() - 1);
@@ -816,7 +859,7 @@ impl<D: Dialect> LiveMessageStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Vec<LiveMessage>, Error>> {
         Box::pin(async move {
-            let [now, id, type_tag, state, prefix, error] =
+            let [now, id, type_tag, state, prefix, error, group] =
                 live_filter_args(filter, self.now_ms(now));
             let args = [
                 now,
@@ -825,6 +868,7 @@ impl<D: Dialect> LiveMessageStore for D {
                 state,
                 prefix,
                 error,
+                group,
                 Arg::OptText(after),
                 Arg::Int(0),
                 Arg::Int(i64::from(limit)),
@@ -861,6 +905,7 @@ impl<D: Dialect> LiveMessageStore for D {
                 Arg::OptText(None),
                 Arg::OptText(None),
                 Arg::OptText(None),
+                Arg::OptText(None),
                 Arg::Int(1),
                 Arg::Int(1),
             ];
@@ -882,8 +927,26 @@ impl<D: Dialect> LiveMessageStore for D {
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let sql = self.queries().live_retry_now;
-            live_batches(self, sql, filter, now, batch).await
+            let [now, id, type_tag, state, prefix, error, group] =
+                live_filter_args(filter, self.now_ms(now));
+            let args = [
+                now,
+                id,
+                type_tag,
+                state,
+                prefix,
+                error,
+                group,
+                Arg::Int(i64::from(batch.max(1))),
+            ];
+            let mut total = 0;
+            loop {
+                let changed = write(self, &[(self.queries().live_retry_now, &args)]).await?[0];
+                if changed == 0 {
+                    return Ok(total);
+                }
+                total += changed;
+            }
         })
     }
 
@@ -894,40 +957,186 @@ impl<D: Dialect> LiveMessageStore for D {
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let sql = self.queries().live_cancel;
-            live_batches(self, sql, filter, now, batch).await
+            let [now, id, type_tag, state, prefix, error, group] =
+                live_filter_args(filter, self.now_ms(now));
+            let args = [
+                now,
+                id,
+                type_tag,
+                state,
+                prefix,
+                error,
+                group,
+                Arg::Int(i64::from(batch.max(1))),
+            ];
+            cancel_batches(self, self.queries().live_cancel_select, &args).await
         })
     }
 }
 
-/// Runs `sql` (a live-message statement that changes at most its batch size of matching
-/// rows, and never the same row twice) in one write transaction per batch until a batch
-/// changes nothing; returns how many rows it changed in all. A large retry or cancel
-/// never holds one long transaction, and rows claimed meanwhile are skipped.
-async fn live_batches<D: Dialect>(
+/// Cancels in batches: in one write transaction per batch, `select` (with `args`) reads
+/// up to a batch of queued messages with their groups, locking them; they are deleted and
+/// counted as cancelled in their groups' rows. Ends when a batch finds none; returns how
+/// many it deleted in all. A large cancel never holds one long transaction, and messages
+/// claimed meanwhile are left to finish.
+async fn cancel_batches<D: Dialect>(
     db: &D,
-    sql: &'static str,
-    filter: &LiveFilter,
-    now: Now,
-    batch: u32,
+    select: &'static str,
+    args: &[Arg<'_>],
 ) -> Result<u64, Error> {
-    let [now, id, type_tag, state, prefix, error] = live_filter_args(filter, db.now_ms(now));
-    let args = [
-        now,
-        id,
-        type_tag,
-        state,
-        prefix,
-        error,
-        Arg::Int(i64::from(batch.max(1))),
-    ];
+    let q = db.queries();
     let mut total = 0;
     loop {
-        let changed = write(db, &[(sql, &args)]).await?[0];
-        if changed == 0 {
+        let deleted = transient_retries::<D, _, _, _>(|| async move {
+            let mut tx = db.begin_write().await?;
+            let rows = db.fetch(Some(&mut tx), select, args).await?;
+            if rows.is_empty() {
+                D::rollback(tx).await?;
+                return Ok(0);
+            }
+            let mut ids = Vec::with_capacity(rows.len());
+            let mut by_group: BTreeMap<String, u64> = BTreeMap::new();
+            for row in &rows {
+                ids.push(row.text(0)?);
+                if let Some(group) = row.opt_text(1)? {
+                    *by_group.entry(group).or_default() += 1;
+                }
+            }
+            let ids = json(&ids)?;
+            let deleted = db
+                .execute(Some(&mut tx), q.cancel_delete, &[Arg::Text(&ids)])
+                .await?;
+            if !by_group.is_empty() {
+                let counts: Vec<(&String, u64)> = by_group.iter().map(|(g, n)| (g, *n)).collect();
+                let counts = json(&counts)?;
+                db.execute(Some(&mut tx), q.groups_cancelled, &[Arg::Text(&counts)])
+                    .await?;
+            }
+            D::commit(tx).await?;
+            Ok(deleted)
+        })
+        .await?;
+        if deleted == 0 {
             return Ok(total);
         }
-        total += changed;
+        total += deleted;
+    }
+}
+
+impl<D: Dialect> GroupStore for D {
+    fn pause_group<'a>(
+        &'a self,
+        name: &'a str,
+        reason: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::Text(name),
+                Arg::OptInt(self.now_ms(now)),
+                Arg::Text(reason),
+            ];
+            write(self, &[(self.queries().group_pause, &args)]).await?;
+            Ok(())
+        })
+    }
+
+    fn resume_group<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(name)];
+            let changed = write(self, &[(self.queries().group_resume, &args)]).await?;
+            Ok(changed[0] > 0)
+        })
+    }
+
+    fn paused_groups(&self) -> BoxFuture<'_, Result<Vec<String>, Error>> {
+        Box::pin(async move {
+            let rows = self.fetch(None, self.queries().paused_groups, &[]).await?;
+            let names = rows.iter().map(|r| r.text(0));
+            Ok(names.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn groups(&self, now: Now) -> BoxFuture<'_, Result<Vec<GroupProgress>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now))];
+            let rows = self.fetch(None, self.queries().groups_list, &args).await?;
+            let groups = rows.iter().map(rows::group_progress);
+            Ok(groups.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn group<'a>(
+        &'a self,
+        name: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<GroupProgress>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now)), Arg::Text(name)];
+            let rows = self.fetch(None, self.queries().group_show, &args).await?;
+            Ok(rows.first().map(rows::group_progress).transpose()?)
+        })
+    }
+
+    fn cancel_group<'a>(
+        &'a self,
+        name: &'a str,
+        _now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(name), Arg::Int(i64::from(batch.max(1)))];
+            cancel_batches(self, self.queries().group_cancel_select, &args).await
+        })
+    }
+
+    fn set_group_hook<'a>(
+        &'a self,
+        name: &'a str,
+        hook: &'a GroupHook,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::Text(name),
+                Arg::Text(&hook.type_tag),
+                Arg::Bytes(&hook.payload),
+                Arg::Int(i64::from(hook.max_attempts)),
+                Arg::Int(i64::from(hook.priority)),
+            ];
+            write(self, &[(self.queries().group_hook_set, &args)]).await?;
+            Ok(())
+        })
+    }
+
+    fn fire_group_hooks<'a>(
+        &'a self,
+        now: Now,
+        new_id: &'a (dyn Fn() -> String + Send + Sync),
+    ) -> BoxFuture<'a, Result<Vec<String>, Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let now = self.now_ms(now);
+            let rows = self.fetch(None, q.groups_finished, &[]).await?;
+            let names = rows.iter().map(|r| r.text(0));
+            let names: Vec<String> = names.collect::<Result<_, sqlx::Error>>()?;
+            drop(rows);
+            let mut fired = Vec::new();
+            for name in names {
+                let id = new_id();
+                let mark = [Arg::Text(&name), Arg::OptInt(now)];
+                let enqueue = [Arg::Text(&name), Arg::OptInt(now), Arg::Text(&id)];
+                // Only the transaction that marks the hook fired enqueues its message.
+                let statements = [
+                    (q.group_complete, &mark[..]),
+                    (q.group_hook_enqueue, &enqueue[..]),
+                ];
+                let kept = write_if(self, &statements, |changed| changed[0] == 1).await?;
+                if kept.is_some() {
+                    fired.push(name);
+                }
+            }
+            Ok(fired)
+        })
     }
 }
 

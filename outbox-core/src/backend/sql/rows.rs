@@ -12,8 +12,8 @@ use crate::{
     clock::{from_unix_millis, unix_millis, unix_millis_ceil},
     enqueue::MessageId,
     store::{
-        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, LiveFilter, LiveMessage,
-        LiveState, Settle, Settlement, TypeCounts, WorkerBeat,
+        Claimed, DeadLetter, DeadLetterFilter, Due, FailedAttempt, GroupProgress, LiveFilter,
+        LiveMessage, LiveState, RateWindow, Settle, Settlement, TypeCounts, WorkerBeat,
     },
 };
 
@@ -74,6 +74,9 @@ pub(crate) struct SettlementGroups {
     pub(crate) release: Option<String>,
     /// Moved to the dead letters.
     pub(crate) bury: Option<String>,
+    /// The delivered ones (deleted or kept) that belong to a group, counted in their
+    /// groups' rows before they are applied.
+    pub(crate) grouped_delivered: Option<String>,
 }
 
 impl SettlementGroups {
@@ -83,8 +86,12 @@ impl SettlementGroups {
     ) -> Result<Self, sqlx::Error> {
         let (mut delete, mut done, mut retry, mut release, mut bury) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut grouped_delivered = Vec::new();
         for s in settlements {
             let row = Row::of(&s.id, s.attempt, s.claim);
+            if s.grouped && matches!(s.settle, Settle::Done { .. }) {
+                grouped_delivered.push(Row::of(&s.id, s.attempt, s.claim));
+            }
             match &s.settle {
                 Settle::Done { keep: false, .. } => delete.push(row),
                 Settle::Done { keep: true, note } => done.push(Row {
@@ -128,6 +135,7 @@ impl SettlementGroups {
             retry: encode(retry)?,
             release: encode(release)?,
             bury: encode(bury)?,
+            grouped_delivered: encode(grouped_delivered)?,
         })
     }
 }
@@ -215,8 +223,8 @@ pub(crate) fn count<R: SqlRow>(rows: &[R]) -> Result<u64, sqlx::Error> {
 }
 
 /// The live-message filter parameters, in every live statement's order: now (unix ms, or
-/// NULL for the database's clock), id, type, state, key prefix, error text.
-pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 6] {
+/// NULL for the database's clock), id, type, state, key prefix, error text, group.
+pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7] {
     [
         Arg::OptInt(now),
         Arg::OptText(f.id.as_deref()),
@@ -224,13 +232,14 @@ pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 6]
         Arg::OptText(f.state.map(LiveState::as_str)),
         Arg::OptText(f.key_prefix.as_deref()),
         Arg::OptText(f.error_contains.as_deref()),
+        Arg::OptText(f.group.as_deref()),
     ]
 }
 
 /// The column of `live_list.sql` holding the payload (NULL unless asked for).
 pub(crate) const LIVE_PAYLOAD: usize = 14;
 
-/// A live message from the columns of `live_list.sql`: id, type, state, paused (0/1),
+/// A live message from the columns of `live_list.sql`: id, type, state, group,
 /// attempts, max attempts, priority, due at, enqueued at, key, last error, attempt log,
 /// lease owner, lease expires at (then the payload, read apart).
 pub(crate) fn live_message<R: SqlRow>(row: &R) -> Result<LiveMessage, sqlx::Error> {
@@ -242,7 +251,7 @@ pub(crate) fn live_message<R: SqlRow>(row: &R) -> Result<LiveMessage, sqlx::Erro
         id: MessageId::from_string(row.text(0)?),
         type_tag: row.text(1)?,
         state,
-        paused: row.int(3)? != 0,
+        group: row.opt_text(3)?,
         attempts: clamp_u32(row.int(4)?),
         max_attempts: clamp_u32(row.int(5)?),
         priority: row.int(6)?.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
@@ -262,7 +271,7 @@ fn clamp_u32(v: i64) -> u32 {
 }
 
 /// A claimed message from the columns every claim returns: id, payload, attempts,
-/// max attempts, priority, due (unix ms), claims. `counted` says whether the attempt and
+/// max attempts, priority, due (unix ms), claims, group. `counted` says whether the attempt and
 /// claim columns already include this claim (an `UPDATE … RETURNING`) or were read before
 /// it (a locking read followed by the update).
 pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx::Error> {
@@ -275,6 +284,7 @@ pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx
         priority: row.int(4)?.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
         due_at: from_unix_millis(row.int(5)?),
         claim: clamp_u32(row.int(6)? + this),
+        group: row.opt_text(7)?,
     })
 }
 
@@ -295,8 +305,45 @@ pub(crate) fn dead_letter<R: SqlRow>(row: &R) -> Result<DeadLetter, sqlx::Error>
     })
 }
 
+/// A group's progress from the columns of `groups_list.sql`: name, pending, scheduled,
+/// running, retrying, paused, dead, delivered, cancelled, paused at, pause reason, first
+/// and last delivery, rate window (opened at, delivered, previous rate), hook type,
+/// completed at, and the read's now (unix ms).
+pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::Error> {
+    let n = |i| row.int(i).map(|v| v.max(0) as u64);
+    let at = |i| row.opt_int(i).map(|v| v.map(from_unix_millis));
+    let now = from_unix_millis(row.int(18)?);
+    let rate = match at(13)? {
+        Some(opened_at) => RateWindow {
+            opened_at,
+            delivered: n(14)?,
+            previous: row.opt_real(15)?,
+        }
+        .per_second(now),
+        None => 0.0,
+    };
+    Ok(GroupProgress {
+        name: row.text(0)?,
+        pending: n(1)?,
+        scheduled: n(2)?,
+        running: n(3)?,
+        retrying: n(4)?,
+        paused: n(5)?,
+        dead: n(6)?,
+        delivered: n(7)?,
+        cancelled: n(8)?,
+        paused_at: at(9)?,
+        pause_reason: row.opt_text(10)?,
+        first_delivered_at: at(11)?,
+        last_delivered_at: at(12)?,
+        rate,
+        hook: row.opt_text(16)?,
+        completed_at: at(17)?,
+    })
+}
+
 /// Folds the rows of `status_counts.sql` (type, pending, scheduled, running, retrying,
-/// done, dead, oldest due) into one [`TypeCounts`] per type, by type tag: the queue and
+/// done, dead, oldest due, paused) into one [`TypeCounts`] per type, by type tag: the queue and
 /// the dead letters each give a row per type.
 pub(crate) fn fold_counts<R: SqlRow>(rows: &[R]) -> Result<Vec<TypeCounts>, sqlx::Error> {
     let mut by_type: BTreeMap<String, TypeCounts> = BTreeMap::new();
@@ -319,6 +366,7 @@ pub(crate) fn fold_counts<R: SqlRow>(rows: &[R]) -> Result<Vec<TypeCounts>, sqlx
             let t = from_unix_millis(ms);
             c.oldest_due = Some(c.oldest_due.map_or(t, |o| o.min(t)));
         }
+        c.paused += n(8)?;
     }
     Ok(by_type.into_values().collect())
 }
@@ -335,6 +383,7 @@ mod tests {
             attempt: 2,
             claim: 3,
             settle,
+            grouped: false,
         }
     }
 

@@ -103,6 +103,7 @@ impl SqliteBackend {
 
 /// SQLite's statements.
 static QUERIES: Queries = Queries {
+    settle_count_delivered: include_str!("queries/settle_count_delivered.sql"),
     settle_delete: include_str!("queries/settle_delete.sql"),
     settle_done: include_str!("queries/settle_done.sql"),
     settle_retry: include_str!("queries/settle_retry.sql"),
@@ -142,7 +143,19 @@ static QUERIES: Queries = Queries {
     live_list: include_str!("queries/live_list.sql"),
     live_count: include_str!("queries/live_count.sql"),
     live_retry_now: include_str!("queries/live_retry_now.sql"),
-    live_cancel: include_str!("queries/live_cancel.sql"),
+    live_cancel_select: include_str!("queries/live_cancel_select.sql"),
+    group_cancel_select: include_str!("queries/group_cancel_select.sql"),
+    cancel_delete: include_str!("queries/cancel_delete.sql"),
+    groups_cancelled: include_str!("queries/groups_cancelled.sql"),
+    group_pause: include_str!("queries/group_pause.sql"),
+    group_resume: include_str!("queries/group_resume.sql"),
+    paused_groups: include_str!("queries/paused_groups.sql"),
+    group_show: include_str!("queries/group_show.sql"),
+    groups_list: include_str!("queries/groups_list.sql"),
+    group_hook_set: include_str!("queries/group_hook_set.sql"),
+    groups_finished: include_str!("queries/groups_finished.sql"),
+    group_complete: include_str!("queries/group_complete.sql"),
+    group_hook_enqueue: include_str!("queries/group_hook_enqueue.sql"),
 };
 
 impl Dialect for SqliteBackend {

@@ -1,4 +1,4 @@
--- 1 if any message of the given, unpaused types is due now or held by a worker whose name
+-- 1 if any message of the given, unpaused types (outside paused groups) is due now or held by a worker whose name
 -- starts with the prefix, else 0. ? JSON array of type tags, ? prefix, ? now (unix ms; NULL: the database's clock)
 SELECT COUNT(*) FROM (
     SELECT 1
@@ -6,7 +6,9 @@ SELECT COUNT(*) FROM (
     JOIN (SELECT ? AS prefix, COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
     JOIN outbox_messages AS m ON m.type_tag = t.q
     WHERE m.type_tag NOT IN (SELECT type_tag FROM outbox_paused)
-      AND ((m.status = 'queued' AND m.due_at <= p.now_ms)
+      AND ((m.status = 'queued' AND m.due_at <= p.now_ms
+            AND (m.group_name IS NULL OR NOT EXISTS (
+                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL)))
         OR (m.status = 'running' AND LEFT(m.lease_owner, CHAR_LENGTH(p.prefix)) = p.prefix))
     LIMIT 1
 ) AS any_left

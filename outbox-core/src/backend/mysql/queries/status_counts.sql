@@ -1,14 +1,26 @@
--- Counts per type and state, one pass over the queue plus the dead letters, and the due
--- time of the oldest due message. ? now (unix ms; NULL: the database's clock)
-SELECT m.type_tag,
-    CAST(SUM(m.status = 'queued' AND m.attempts = 0 AND m.due_at <= p.now_ms) AS SIGNED),
-    CAST(SUM(m.status = 'queued' AND m.attempts = 0 AND m.due_at > p.now_ms) AS SIGNED),
-    CAST(SUM(m.status = 'running') AS SIGNED),
-    CAST(SUM(m.status = 'queued' AND m.attempts > 0) AS SIGNED),
-    CAST(SUM(m.status = 'done') AS SIGNED),
+-- Counts per type and state, one pass over the queue plus the dead letters: pending,
+-- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
+-- paused (queued messages of a paused type or group, counted in no other state). ? now
+-- (unix ms; NULL: the database's clock)
+SELECT s.type_tag,
+    CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= s.now_ms) AS SIGNED),
+    CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > s.now_ms) AS SIGNED),
+    CAST(SUM(s.status = 'running') AS SIGNED),
+    CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts > 0) AS SIGNED),
+    CAST(SUM(s.status = 'done') AS SIGNED),
     CAST(0 AS SIGNED),
-    CAST(MIN(CASE WHEN m.status = 'queued' AND m.due_at <= p.now_ms THEN m.due_at END) AS SIGNED)
-FROM outbox_messages AS m CROSS JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
-GROUP BY m.type_tag
+    CAST(MIN(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.due_at <= s.now_ms THEN s.due_at END) AS SIGNED),
+    CAST(SUM(s.status = 'queued' AND s.paused) AS SIGNED)
+FROM (
+    SELECT m.type_tag, m.status, m.attempts, m.due_at, p.now_ms,
+        m.status = 'queued' AND (
+            EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+            OR (m.group_name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
+        ) AS paused
+    FROM outbox_messages AS m
+    CROSS JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
+) AS s
+GROUP BY s.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0 FROM outbox_dead_letters GROUP BY type_tag

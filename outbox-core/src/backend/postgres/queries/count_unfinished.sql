@@ -1,10 +1,12 @@
--- 1 if any message of the given, unpaused types is due at $3 (now, unix ms; NULL: the database's clock) or held by a worker
+-- 1 if any message of the given, unpaused types (outside paused groups) is due at $3 (now, unix ms; NULL: the database's clock) or held by a worker
 -- whose name starts with $2, else 0. $1 JSON array of type tags
 SELECT COUNT(*) FROM (
     SELECT 1 FROM outbox_messages AS m
     WHERE m.type_tag IN (SELECT jsonb_array_elements_text($1::jsonb))
       AND NOT EXISTS (SELECT 1 FROM outbox_paused AS p WHERE p.type_tag = m.type_tag)
-      AND ((m.status = 'queued' AND m.due_at <= (SELECT COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint)))
+      AND ((m.status = 'queued' AND m.due_at <= (SELECT COALESCE($3::bigint, (extract(epoch FROM now()) * 1000)::bigint))
+            AND (m.group_name IS NULL OR NOT EXISTS (
+                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL)))
         OR (m.status = 'running' AND starts_with(m.lease_owner, $2)))
     LIMIT 1
 ) AS any_left

@@ -1,23 +1,29 @@
 -- A keyset page of live messages (queued and running rows), by id, each with its state at now
--- (as status_counts.sql defines them) and whether its type is paused. Scans the queue: no index
--- serves every filter. $1 now (unix ms; NULL: the database's clock), $2 id, $3 type, $4 state
--- (pending|scheduled|running|retrying), $5 key prefix, $6 error text, all optional; $7 after id
--- (optional), $8 with payload (1) or not (0), $9 limit
+-- (as status_counts.sql defines them: a queued message of a paused type or group is paused)
+-- and its group. Scans the queue: no index serves every filter. $1 now (unix ms; NULL: the database's clock), $2 id, $3 type, $4 state
+-- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, all
+-- optional; $8 after id (optional), $9 with payload (1) or
+-- not (0), $10 limit
 SELECT m.id, m.type_tag,
-    CASE WHEN m.status = 'running' THEN 'running' WHEN m.attempts > 0 THEN 'retrying'
-        WHEN m.due_at <= n.now THEN 'pending' ELSE 'scheduled' END,
-    CASE WHEN EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag) THEN 1 ELSE 0 END,
+    CASE WHEN m.status = 'running' THEN 'running'
+        WHEN EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+          OR EXISTS (SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL) THEN 'paused'
+        WHEN m.attempts > 0 THEN 'retrying' WHEN m.due_at <= n.now THEN 'pending' ELSE 'scheduled' END,
+    m.group_name,
     m.attempts, m.max_attempts, m.priority, m.due_at, m.enqueued_at, m.idempotency_key,
     m.last_error, m.attempt_log, m.lease_owner, m.lease_expires_at,
-    CASE WHEN $8::bigint = 1 THEN m.payload END
+    CASE WHEN $9::bigint = 1 THEN m.payload END
 FROM outbox_messages AS m
     CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
 WHERE m.status IN ('queued', 'running')
   AND ($2::text IS NULL OR m.id = $2) AND ($3::text IS NULL OR m.type_tag = $3)
-  AND ($4::text IS NULL OR $4 = CASE WHEN m.status = 'running' THEN 'running' WHEN m.attempts > 0 THEN 'retrying'
-        WHEN m.due_at <= n.now THEN 'pending' ELSE 'scheduled' END)
+  AND ($4::text IS NULL OR $4 = CASE WHEN m.status = 'running' THEN 'running'
+        WHEN EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+          OR EXISTS (SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL) THEN 'paused'
+        WHEN m.attempts > 0 THEN 'retrying' WHEN m.due_at <= n.now THEN 'pending' ELSE 'scheduled' END)
   AND ($5::text IS NULL OR left(m.idempotency_key, length($5)) = $5)
   AND ($6::text IS NULL OR strpos(m.last_error, $6) > 0)
-  AND ($7::text IS NULL OR m.id > $7)
+  AND ($7::text IS NULL OR m.group_name = $7)
+  AND ($8::text IS NULL OR m.id > $8)
 ORDER BY m.id
-LIMIT $9
+LIMIT $10

@@ -1,14 +1,26 @@
--- Counts per type and state, one pass over the queue plus the dead letters, and the due
--- time of the oldest due message. $1 now (unix ms; NULL: the database's clock)
-SELECT type_tag,
-    COUNT(*) FILTER (WHERE status = 'queued' AND attempts = 0 AND due_at <= n.now),
-    COUNT(*) FILTER (WHERE status = 'queued' AND attempts = 0 AND due_at > n.now),
-    COUNT(*) FILTER (WHERE status = 'running'),
-    COUNT(*) FILTER (WHERE status = 'queued' AND attempts > 0),
-    COUNT(*) FILTER (WHERE status = 'done'),
+-- Counts per type and state, one pass over the queue plus the dead letters: pending,
+-- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
+-- paused (queued messages of a paused type or group, counted in no other state). $1 now
+-- (unix ms; NULL: the database's clock)
+SELECT s.type_tag,
+    COUNT(*) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= s.now),
+    COUNT(*) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > s.now),
+    COUNT(*) FILTER (WHERE s.status = 'running'),
+    COUNT(*) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.attempts > 0),
+    COUNT(*) FILTER (WHERE s.status = 'done'),
     0::bigint,
-    MIN(due_at) FILTER (WHERE status = 'queued' AND due_at <= n.now)
-FROM outbox_messages CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
-GROUP BY type_tag
+    MIN(s.due_at) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.due_at <= s.now),
+    COUNT(*) FILTER (WHERE s.status = 'queued' AND s.paused)
+FROM (
+    SELECT m.type_tag, m.status, m.attempts, m.due_at, n.now,
+        m.status = 'queued' AND (
+            EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+            OR (m.group_name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
+        ) AS paused
+    FROM outbox_messages AS m
+    CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
+) AS s
+GROUP BY s.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0 FROM outbox_dead_letters GROUP BY type_tag

@@ -1,5 +1,5 @@
 -- Which of the types in ?1 (JSON array of tags) are not paused and have a queued message due
--- at ?2 (unix ms): one probe of the claim index per type, stopping at the first due
+-- at ?2 (unix ms) outside paused groups: one probe of the claim index per type, stopping at the first due
 -- message, so an idle process asks about all its types at once.
 SELECT t.value
 FROM json_each(?1) AS t
@@ -7,4 +7,6 @@ WHERE t.value NOT IN (SELECT type_tag FROM outbox_paused)
   AND EXISTS (
     SELECT 1 FROM outbox_messages AS m
     WHERE m.type_tag = t.value AND m.status = 'queued' AND m.due_at <= ?2
+      AND (m.group_name IS NULL OR NOT EXISTS (
+          SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
   )

@@ -1,14 +1,25 @@
--- Counts per type and state, one pass over the queue plus the dead letters, and the due
--- time of the oldest due message. ?1 now (unix ms)
-SELECT type_tag,
-    SUM(CASE WHEN status = 'queued' AND attempts = 0 AND due_at <= ?1 THEN 1 ELSE 0 END),
-    SUM(CASE WHEN status = 'queued' AND attempts = 0 AND due_at > ?1 THEN 1 ELSE 0 END),
-    SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END),
-    SUM(CASE WHEN status = 'queued' AND attempts > 0 THEN 1 ELSE 0 END),
-    SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END),
+-- Counts per type and state, one pass over the queue plus the dead letters: pending,
+-- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
+-- paused (queued messages of a paused type or group, counted in no other state). ?1 now
+-- (unix ms)
+SELECT s.type_tag,
+    SUM(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= ?1 THEN 1 ELSE 0 END),
+    SUM(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > ?1 THEN 1 ELSE 0 END),
+    SUM(CASE WHEN s.status = 'running' THEN 1 ELSE 0 END),
+    SUM(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.attempts > 0 THEN 1 ELSE 0 END),
+    SUM(CASE WHEN s.status = 'done' THEN 1 ELSE 0 END),
     0,
-    MIN(CASE WHEN status = 'queued' AND due_at <= ?1 THEN due_at END)
-FROM outbox_messages
-GROUP BY type_tag
+    MIN(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.due_at <= ?1 THEN s.due_at END),
+    SUM(CASE WHEN s.status = 'queued' AND s.paused THEN 1 ELSE 0 END)
+FROM (
+    SELECT m.type_tag, m.status, m.attempts, m.due_at,
+        m.status = 'queued' AND (
+            EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+            OR (m.group_name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
+        ) AS paused
+    FROM outbox_messages AS m
+) AS s
+GROUP BY s.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0 FROM outbox_dead_letters GROUP BY type_tag

@@ -1,0 +1,40 @@
+-- Group ?2's progress at ?1 (now, unix ms): its live messages per state (as live_list.sql
+-- defines them: a queued message of a paused type or group is paused), its dead letters and
+-- what its row records, through the group indexes; no row for a group nothing is known of.
+-- Columns as groups_list.sql.
+WITH live AS (
+    SELECT s.name,
+        COUNT(CASE WHEN s.state = 'pending' THEN 1 END) AS pending,
+        COUNT(CASE WHEN s.state = 'scheduled' THEN 1 END) AS scheduled,
+        COUNT(CASE WHEN s.state = 'running' THEN 1 END) AS running,
+        COUNT(CASE WHEN s.state = 'retrying' THEN 1 END) AS retrying,
+        COUNT(CASE WHEN s.state = 'paused' THEN 1 END) AS paused
+    FROM (
+        SELECT m.group_name AS name,
+            CASE WHEN m.status = 'running' THEN 'running'
+            WHEN EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
+              OR EXISTS (SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL) THEN 'paused'
+            WHEN m.attempts > 0 THEN 'retrying' WHEN m.due_at <= ?1 THEN 'pending' ELSE 'scheduled' END AS state
+        FROM outbox_messages AS m
+        WHERE m.group_name = ?2 AND m.status IN ('queued', 'running')
+    ) AS s
+    GROUP BY s.name
+),
+dead AS (
+    SELECT group_name AS name, COUNT(*) AS dead FROM outbox_dead_letters
+    WHERE group_name = ?2 GROUP BY group_name
+),
+names AS (
+    SELECT name FROM live UNION SELECT name FROM dead
+    UNION SELECT name FROM outbox_groups WHERE name = ?2
+)
+SELECT n.name, COALESCE(l.pending, 0), COALESCE(l.scheduled, 0), COALESCE(l.running, 0),
+    COALESCE(l.retrying, 0), COALESCE(l.paused, 0), COALESCE(d.dead, 0),
+    COALESCE(g.delivered, 0), COALESCE(g.cancelled, 0), g.paused_at, g.pause_reason,
+    g.first_delivered_at, g.last_delivered_at, g.window_at, COALESCE(g.window_delivered, 0),
+    g.previous_rate, g.hook_type, g.completed_at, ?1
+FROM names AS n
+LEFT JOIN live AS l ON l.name = n.name
+LEFT JOIN dead AS d ON d.name = n.name
+LEFT JOIN outbox_groups AS g ON g.name = n.name
+ORDER BY n.name

@@ -1,0 +1,5 @@
+-- Adds cancelled messages to their groups' counts. ?1 JSON [["group", count]]
+INSERT INTO outbox_groups (name, cancelled)
+SELECT value ->> 0, value ->> 1 FROM json_each(?1)
+WHERE true
+ON CONFLICT (name) DO UPDATE SET cancelled = cancelled + excluded.cancelled
