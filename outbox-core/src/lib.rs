@@ -27,9 +27,9 @@ pub use admin::{
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
 pub use enqueue::{
-    enqueue_iter, enqueue_many, enqueue_many_with, enqueue_stream, Enqueue, EnqueueConnection,
-    EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId, NewMessage,
-    MAX_GROUP_NAME_LEN,
+    enqueue_iter, enqueue_many, enqueue_many_with, enqueue_select, enqueue_stream, Enqueue,
+    EnqueueConnection, EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId,
+    NewMessage, Select, SelectArg, SelectInsert, SelectWritten, MAX_GROUP_NAME_LEN,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};

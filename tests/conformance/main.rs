@@ -85,6 +85,10 @@ macro_rules! conformance {
                 fan_out::fan_out_from_an_iterator::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fan_out_from_a_query() {
+                fan_out::fan_out_from_a_query::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn fan_out_from_a_stream() {
                 fan_out::fan_out_from_a_stream::<H>().await
             }

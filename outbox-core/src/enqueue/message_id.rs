@@ -22,6 +22,21 @@ impl MessageId {
         Self(id.to_string())
     }
 
+    /// The first 16 characters of a block of 10^10 ids after every id this process made
+    /// (the last 10 characters of a ULID are its lowest 50 bits: written as 10 decimal
+    /// digits, valid base-32 characters, they number the block's ids in order). An
+    /// `INSERT … SELECT` names its rows with it.
+    pub(crate) fn reserve_block() -> String {
+        let last = Self::generate();
+        let value = ulid::Ulid::from_string(last.as_str())
+            .map(|u| u.0)
+            .unwrap_or_default();
+        let block = ((value >> 50) + 1) << 50;
+        let mut id = ulid::Ulid(block).to_string();
+        id.truncate(16);
+        id
+    }
+
     /// Wraps an id read back from the database.
     pub fn from_string(id: impl Into<String>) -> Self {
         Self(id.into())
@@ -48,6 +63,22 @@ impl fmt::Display for MessageId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reserved_block_follows_the_last_id_and_numbers_in_order() {
+        let before = MessageId::generate();
+        let prefix = MessageId::reserve_block();
+        assert_eq!(prefix.len(), 16);
+        let first = format!("{prefix}0000000001");
+        let last = format!("{prefix}9999999999");
+        assert!(before.as_str() < first.as_str(), "{before} < {first}");
+        for id in [&first, &last] {
+            assert!(ulid::Ulid::from_string(id).is_ok(), "{id} is a ULID");
+        }
+        assert!(first < format!("{prefix}0000000002") && format!("{prefix}0000000010") < last);
+        let next = MessageId::reserve_block();
+        assert!(next > prefix, "blocks do not overlap");
+    }
 
     #[test]
     fn ids_increase_within_a_millisecond() {

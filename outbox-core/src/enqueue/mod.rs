@@ -28,6 +28,7 @@ mod fan_out;
 mod message_id;
 mod options;
 mod prepare;
+mod select;
 
 use std::future::Future;
 
@@ -38,6 +39,7 @@ pub use message_id::MessageId;
 pub use options::EnqueueOptions;
 pub(crate) use prepare::check_group;
 pub use prepare::{NewMessage, MAX_GROUP_NAME_LEN};
+pub use select::{enqueue_select, Select, SelectArg, SelectInsert, SelectWritten};
 
 use crate::{error::EnqueueError, message::OutboxMessage};
 
@@ -128,6 +130,14 @@ pub trait InsertMessages: Send {
         &'a mut self,
         rows: &'a [NewMessage],
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>>;
+
+    /// Writes one message per row of `insert`'s query in one `INSERT … SELECT`, skipping
+    /// rows whose idempotency key is taken; says how many it wrote and the first one's
+    /// payload ([`enqueue_select`]).
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>>;
 }
 
 impl<DB> InsertMessages for sqlx::Transaction<'_, DB>
@@ -141,6 +151,13 @@ where
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
         (**self).insert_messages(rows)
     }
+
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+        (**self).insert_select(insert)
+    }
 }
 
 impl<DB> InsertMessages for sqlx::pool::PoolConnection<DB>
@@ -153,6 +170,13 @@ where
         rows: &'a [NewMessage],
     ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
         (**self).insert_messages(rows)
+    }
+
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+        (**self).insert_select(insert)
     }
 }
 

@@ -14,10 +14,10 @@ use crate::{
 
 /// Longest delay accepted (about 1,000 years: the due time must fit the database's
 /// millisecond column).
-const MAX_DELAY: Duration = Duration::from_secs(1_000 * 365 * 24 * 3600);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(1_000 * 365 * 24 * 3600);
 
 /// Highest `max_attempts` accepted.
-const MAX_ATTEMPTS_LIMIT: u32 = 1000;
+pub(crate) const MAX_ATTEMPTS_LIMIT: u32 = 1000;
 
 /// One checked, serialized message ready to be inserted by a backend.
 #[derive(Debug, Clone)]

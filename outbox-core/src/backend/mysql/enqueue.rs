@@ -13,10 +13,12 @@ use sqlx::{Connection, MySqlConnection};
 use crate::{
     backend::sql::{
         bind,
-        enqueue::{due_parts, encode_rows, resolve, FindByKeys, Written},
+        enqueue::{
+            due_parts, encode_rows, resolve, select_args, select_statement, FindByKeys, Written,
+        },
         Arg,
     },
-    enqueue::{Enqueued, InsertMessages, NewMessage},
+    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
     error::Fault,
 };
 
@@ -33,6 +35,36 @@ impl InsertMessages for MySqlConnection {
                 }
             }
             result
+        })
+    }
+
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+        Box::pin(async move {
+            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, false);
+            let args = select_args(insert, None);
+            let result = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
+                .execute(&mut *self)
+                .await;
+            if let Err(e) = &result {
+                if Fault::of(e).loses_transaction() && self.is_in_transaction() {
+                    end_lost_transaction(self).await;
+                }
+            }
+            result?;
+            let (lo, hi) = insert.id_range();
+            let (count, first): (i64, Option<Vec<u8>>) =
+                sqlx::query_as(include_str!("queries/select_written.sql"))
+                    .bind(lo)
+                    .bind(hi)
+                    .fetch_one(&mut *self)
+                    .await?;
+            Ok(SelectWritten {
+                inserted: count.max(0) as u64,
+                first_payload: first,
+            })
         })
     }
 }

@@ -10,10 +10,12 @@ use sqlx::PgConnection;
 use crate::{
     backend::sql::{
         bind,
-        enqueue::{encode_rows, one_args, resolve, FindByKeys, Written},
+        enqueue::{
+            encode_rows, one_args, resolve, select_args, select_statement, FindByKeys, Written,
+        },
         Arg,
     },
-    enqueue::{Enqueued, InsertMessages, NewMessage},
+    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
 };
 
 impl InsertMessages for PgConnection {
@@ -49,6 +51,38 @@ impl InsertMessages for PgConnection {
                 Written::Ids(ids.into_iter().collect())
             };
             resolve(self, rows, written).await
+        })
+    }
+
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+        Box::pin(async move {
+            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, true);
+            let args = select_args(insert, None);
+            let inserted: i64 = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
+                .try_map(|row| sqlx::Row::try_get(&row, 0))
+                .fetch_one(&mut *self)
+                .await?;
+            if inserted > 0 {
+                // Wakes idle workers of the type at commit.
+                sqlx::query("SELECT pg_notify('outbox_messages', $1)")
+                    .bind(insert.queue)
+                    .execute(&mut *self)
+                    .await?;
+            }
+            let (lo, hi) = insert.id_range();
+            let (count, first): (i64, Option<Vec<u8>>) =
+                sqlx::query_as(include_str!("queries/select_written.sql"))
+                    .bind(lo)
+                    .bind(hi)
+                    .fetch_one(&mut *self)
+                    .await?;
+            Ok(SelectWritten {
+                inserted: count.max(0) as u64,
+                first_payload: first,
+            })
         })
     }
 }

@@ -9,11 +9,10 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 
 use super::rows::json;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
 use super::Arg;
 use crate::{
     clock::{unix_millis_ceil, Due},
-    enqueue::{Enqueued, MessageId, NewMessage},
+    enqueue::{Enqueued, MessageId, NewMessage, SelectArg, SelectInsert},
 };
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
@@ -215,4 +214,57 @@ pub(crate) async fn resolve<C: FindByKeys + ?Sized>(
             }
         })
         .collect()
+}
+
+/// The statement of an `INSERT … SELECT`: the backend's `template` with the application's
+/// query in place of `{select}`. With `numbered` (PostgreSQL's `$n`), the template's own
+/// placeholders are moved past the query's parameters; `?` placeholders (SQLite, MySQL)
+/// follow the text's order, and the template binds its values after the query.
+pub(crate) fn select_statement(
+    template: &str,
+    insert: &SelectInsert<'_>,
+    numbered: bool,
+) -> String {
+    let mut sql = template.to_owned();
+    if numbered {
+        let shift = insert.select.args.len();
+        // Highest first, so `$1` never rewrites the start of `$10`.
+        for n in (1..=SELECT_TEMPLATE_ARGS).rev() {
+            sql = sql.replace(&format!("${n}::"), &format!("${}::", n + shift));
+        }
+    }
+    sql.replace("{select}", insert.select.sql)
+}
+
+/// How many parameters a select template binds after the query's.
+const SELECT_TEMPLATE_ARGS: usize = 8;
+
+/// The parameters of an `INSERT … SELECT`: the query's own, then the template's: id
+/// prefix, type, max attempts, due (unix ms or NULL), delay (ms), priority, group, now
+/// (unix ms, NULL for the database's clock).
+pub(crate) fn select_args<'a>(insert: &'a SelectInsert<'a>, now: Option<i64>) -> Vec<Arg<'a>> {
+    let mut args: Vec<Arg<'a>> = insert
+        .select
+        .args
+        .iter()
+        .map(|a| match a {
+            SelectArg::Int(v) => Arg::Int(*v),
+            SelectArg::Real(v) => Arg::Real(*v),
+            SelectArg::Text(v) => Arg::Text(v),
+            SelectArg::Null => Arg::OptText(None),
+        })
+        .collect();
+    let (due, delay) = due_parts(insert.due);
+    args.extend([
+        Arg::Text(&insert.id_prefix),
+        Arg::Text(insert.queue),
+        Arg::Int(i64::from(insert.max_attempts)),
+        Arg::OptInt(due),
+        Arg::Int(delay),
+        Arg::Int(i64::from(insert.priority)),
+        Arg::OptText(insert.group.as_deref()),
+        Arg::OptInt(now),
+    ]);
+    debug_assert_eq!(args.len(), insert.select.args.len() + SELECT_TEMPLATE_ARGS);
+    args
 }

@@ -20,11 +20,14 @@ use sqlx::{Connection, Row, SqliteConnection};
 use crate::{
     backend::sql::{
         bind,
-        enqueue::{encode_row_arrays, ids_json, one_args, resolve, FindByKeys, Written},
+        enqueue::{
+            encode_row_arrays, ids_json, one_args, resolve, select_args, select_statement,
+            FindByKeys, Written,
+        },
         Arg,
     },
     clock::{system_now, unix_millis},
-    enqueue::{Enqueued, InsertMessages, NewMessage},
+    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
     error::Fault,
 };
 
@@ -41,6 +44,38 @@ impl InsertMessages for SqliteConnection {
                 }
             }
             result
+        })
+    }
+
+    fn insert_select<'a>(
+        &'a mut self,
+        insert: &'a SelectInsert<'a>,
+    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+        Box::pin(async move {
+            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, false);
+            let args = select_args(insert, Some(unix_millis(system_now())));
+            let result = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
+                .execute(&mut *self)
+                .await;
+            if let Err(e) = &result {
+                if Fault::of(e).loses_transaction() && self.is_in_transaction() {
+                    mark_lost_transaction(self).await;
+                }
+            }
+            if result?.rows_affected() > 0 {
+                wake_at_commit(self, vec![insert.queue]).await?;
+            }
+            let (lo, hi) = insert.id_range();
+            let (count, first): (i64, Option<Vec<u8>>) =
+                sqlx::query_as(include_str!("queries/select_written.sql"))
+                    .bind(lo)
+                    .bind(hi)
+                    .fetch_one(&mut *self)
+                    .await?;
+            Ok(SelectWritten {
+                inserted: count.max(0) as u64,
+                first_payload: first,
+            })
         })
     }
 }
@@ -77,7 +112,10 @@ async fn insert(
         Written::Ids(written_ids(conn, rows).await?)
     };
     if inserted > 0 {
-        wake_at_commit(conn, rows).await?;
+        let mut types: Vec<&'static str> = rows.iter().map(|m| m.queue).collect();
+        types.sort_unstable();
+        types.dedup();
+        wake_at_commit(conn, types).await?;
     }
     resolve(conn, rows, written).await
 }
@@ -140,20 +178,16 @@ async fn mark_lost_transaction(conn: &mut SqliteConnection) {
     }
 }
 
-/// Arranges for the next commit of `conn` to wake this process's workers of the types in
-/// `rows` (once; a rolled-back transaction wakes nobody until the connection's next
+/// Arranges for the next commit of `conn` to wake this process's workers of `types` (once; a rolled-back transaction wakes nobody until the connection's next
 /// commit). Skipped when no worker of this process waits: it costs a round trip to the
 /// connection's thread.
 async fn wake_at_commit(
     conn: &mut SqliteConnection,
-    rows: &[NewMessage],
+    types: Vec<&'static str>,
 ) -> Result<(), sqlx::Error> {
     if !super::wakeups().has_subscribers() {
         return Ok(());
     }
-    let mut types: Vec<&'static str> = rows.iter().map(|m| m.queue).collect();
-    types.sort_unstable();
-    types.dedup();
     let mut pending = Some(types);
     conn.lock_handle().await?.set_commit_hook(move || {
         if let Some(types) = pending.take() {
