@@ -50,7 +50,12 @@ pub(super) async fn read_once<B: Backend>(
     }
     match backend.paused_groups().await {
         Ok(groups) => {
-            if hub.paused_groups.set(groups.into_iter().collect()) {
+            let changed = hub.paused_groups.set(groups.into_iter().collect());
+            if changed.resumed {
+                // Idle workers start the resumed messages now, not at their next probe.
+                hub.wake_all();
+            }
+            if changed.paused {
                 let released = hub.release_paused_groups();
                 if released > 0 {
                     tracing::debug!(

@@ -88,6 +88,11 @@ impl<B: Backend> Hub<B> {
             .sum()
     }
 
+    /// Wakes every worker (something it may claim became claimable).
+    pub(crate) fn wake_all(&self) {
+        self.live().iter().for_each(|s| s.wake.notify_one());
+    }
+
     /// The workers still running (not closed).
     fn live(&self) -> Vec<Arc<Shared<B>>> {
         let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());

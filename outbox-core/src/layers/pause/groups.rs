@@ -19,13 +19,26 @@ impl PausedGroups {
         !names.is_empty() && names.contains(name)
     }
 
-    /// Replaces the set with `names`; true if a group is paused now that was not before.
-    pub fn set(&self, names: HashSet<String>) -> bool {
+    /// Replaces the set with `names`; says whether a group is paused now that was not
+    /// before, and whether one was resumed.
+    pub fn set(&self, names: HashSet<String>) -> Changed {
         let mut current = self.names.write().unwrap_or_else(|e| e.into_inner());
-        let newly = names.iter().any(|n| !current.contains(n));
+        let changed = Changed {
+            paused: names.iter().any(|n| !current.contains(n)),
+            resumed: current.iter().any(|n| !names.contains(n)),
+        };
         *current = Arc::new(names);
-        newly
+        changed
     }
+}
+
+/// What a new read of the paused groups changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changed {
+    /// A group is paused that was not.
+    pub paused: bool,
+    /// A group that was paused is not any more.
+    pub resumed: bool,
 }
 
 #[cfg(test)]
@@ -33,13 +46,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn set_says_when_a_group_was_newly_paused() {
+    fn set_says_what_changed() {
         let groups = PausedGroups::default();
         assert!(!groups.contains("a"));
-        assert!(groups.set(["a".to_owned()].into()));
+        let both = |paused, resumed| Changed { paused, resumed };
+        assert_eq!(groups.set(["a".to_owned()].into()), both(true, false));
         assert!(groups.contains("a") && !groups.contains("b"));
-        assert!(!groups.set(["a".to_owned()].into()));
-        assert!(!groups.set(HashSet::new()));
+        assert_eq!(groups.set(["a".to_owned()].into()), both(false, false));
+        assert_eq!(groups.set(["b".to_owned()].into()), both(true, true));
+        assert_eq!(groups.set(HashSet::new()), both(false, true));
         assert!(!groups.contains("a"));
     }
 }
