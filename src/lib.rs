@@ -60,6 +60,10 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/pause.md")]
     pub mod pause {}
 
+    /// Groups (campaigns): progress, pause, cancel, completion hook; fan-out from a query.
+    #[doc = include_str!("../docs/guides/groups.md")]
+    pub mod groups {}
+
     /// Tables, retention and idempotency keys.
     #[doc = include_str!("../docs/guides/tables.md")]
     pub mod tables {}
