@@ -77,8 +77,8 @@ async fn the_exporter_reports_the_drains_counters_and_gauges() {
         )
     };
     assert_eq!(
-        (depth("pending"), depth("dead")),
-        (Some(0.0), Some(4.0)),
+        (depth("pending"), depth("paused"), depth("dead")),
+        (Some(0.0), Some(0.0), Some(4.0)),
         "{text}"
     );
     assert_eq!(

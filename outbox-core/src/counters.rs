@@ -33,7 +33,7 @@ pub mod names {
     /// Histogram: seconds from a message's due time to its handler's start; label `type`.
     pub const PICKUP_LATENCY: &str = "outbox_pickup_latency_seconds";
     /// Gauge: messages per state; labels `type`, `state` (`pending`, `scheduled`,
-    /// `running`, `retrying`, `done`, `dead`).
+    /// `running`, `retrying`, `paused`, `done`, `dead`).
     pub const QUEUE_DEPTH: &str = "outbox_queue_depth";
     /// Gauge: age in seconds of the longest-waiting due message (0 when none is due);
     /// label `type`.

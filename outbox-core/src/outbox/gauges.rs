@@ -45,6 +45,7 @@ fn record(c: &TypeCounts, clock: &dyn Clock) {
         ("scheduled", c.scheduled),
         ("running", c.running),
         ("retrying", c.retrying),
+        ("paused", c.paused),
         ("done", c.done),
         ("dead", c.dead),
     ] {
