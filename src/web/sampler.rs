@@ -29,7 +29,7 @@ struct Level {
 impl Level {
     fn of(c: &TypeCounts) -> Self {
         Self {
-            queued: c.pending + c.scheduled + c.running + c.retrying,
+            queued: c.pending + c.scheduled + c.running + c.retrying + c.paused,
             done: c.done,
             dead: c.dead,
         }
