@@ -34,6 +34,25 @@ async fn the_exporter_reports_the_drains_counters_and_gauges() {
         ),
         (16, 5, 4)
     );
+    // The same figures in the persisted history (written when the drain's workers stopped).
+    let db = format!("sqlite://{}", dir.path().join("metrics.db").display());
+    let pool = outbox::sqlite::connect(&db).await.unwrap();
+    let history = outbox::Admin::new(outbox::SqliteBackend::new(pool))
+        .history(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let sum = |pick: fn(&outbox::TypeOutcomes) -> u64| -> u64 {
+        history
+            .iter()
+            .filter(|m| m.outcomes.type_tag == "signup_mail")
+            .map(|m| pick(&m.outcomes))
+            .sum()
+    };
+    assert_eq!(
+        (sum(|o| o.delivered), sum(|o| o.failed), sum(|o| o.dead)),
+        (16, 5, 4),
+        "{history:?}"
+    );
     let mut text = String::new();
     for _ in 0..50 {
         if let Ok(t) = example::scrape(addr).await {

@@ -139,12 +139,20 @@ pub(crate) enum Outcome {
 pub(crate) struct Tally {
     queue: &'static str,
     totals: Arc<Counters>,
+    own: Arc<Counters>,
 }
 
 impl Tally {
-    /// Counts the outcomes of `queue` into `totals` (and the `metrics` counters).
-    pub(crate) fn new(queue: &'static str, totals: Arc<Counters>) -> Self {
-        Self { queue, totals }
+    /// Counts the outcomes of `queue` into `totals` (every type's), `own` (this type's)
+    /// and the `metrics` counters.
+    pub(crate) fn new(queue: &'static str, totals: Arc<Counters>, own: Arc<Counters>) -> Self {
+        Self { queue, totals, own }
+    }
+
+    /// Bumps one counter in both the totals and the type's own counters.
+    fn both(&self, bump: impl Fn(&Counters)) {
+        bump(&self.totals);
+        bump(&self.own);
     }
 
     fn count(&self, name: &'static str) {
@@ -155,30 +163,30 @@ impl Tally {
     pub(crate) fn record(&self, outcome: Outcome) {
         match outcome {
             Outcome::Delivered => {
-                self.totals.delivered();
+                self.both(Counters::delivered);
                 self.count(names::DELIVERED);
             }
             Outcome::Orphaned => {
-                self.totals.orphaned();
+                self.both(Counters::orphaned);
                 self.count(names::ORPHANED);
             }
             Outcome::FailedAttempt => self.failed_attempt(),
             Outcome::Deferred => {
-                self.totals.deferred();
+                self.both(Counters::deferred);
                 self.count(names::DEFERRED);
             }
             Outcome::GivenUp { lost_attempt, .. } => {
                 if lost_attempt {
                     self.failed_attempt();
                 }
-                self.totals.given_up();
+                self.both(Counters::given_up);
                 self.count(names::DEAD_LETTERED);
             }
         }
     }
 
     fn failed_attempt(&self) {
-        self.totals.failed_attempt();
+        self.both(Counters::failed_attempt);
         self.count(names::RETRIED);
     }
 }

@@ -22,7 +22,8 @@ mod worker;
 
 pub use admin::{
     Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress, Groups,
-    LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState, TypeCounts,
+    LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState, MinuteOutcomes,
+    TypeCounts, TypeOutcomes,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

@@ -4,6 +4,7 @@
 mod drain;
 mod gauges;
 mod groups;
+mod history;
 mod pauses;
 mod register;
 mod retention;
@@ -33,6 +34,8 @@ struct Registration {
     options: QueueOptions,
     handler: Arc<dyn ErasedHandler>,
     orphan_check: Option<Arc<dyn OrphanCheck>>,
+    /// What this type's attempts ended as in this process (reported to the history).
+    counters: Arc<Counters>,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or

@@ -6,11 +6,14 @@ mod dead_letters;
 mod groups;
 mod messages;
 
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, UNIX_EPOCH},
+};
 
 pub use crate::store::{
     DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter, LiveMessage,
-    LiveMessageDetail, LiveState, PausedType, Requeued, TypeCounts,
+    LiveMessageDetail, LiveState, MinuteOutcomes, PausedType, Requeued, TypeCounts, TypeOutcomes,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
@@ -92,6 +95,14 @@ impl<B: Backend> Admin<B> {
     /// Every rate bucket on the database with its settings and tokens, by name.
     pub async fn rate_limits(&self) -> Result<Vec<(String, BucketState)>, Error> {
         self.backend.buckets(self.clock.database_now()).await
+    }
+
+    /// What the workers of every process did per minute and type (delivered, failed
+    /// attempts, moved to the dead letters) over the last `window`, oldest first. Each
+    /// running outbox adds its figures every 10 s and when it stops; two days are kept.
+    pub async fn history(&self, window: Duration) -> Result<Vec<MinuteOutcomes>, Error> {
+        let since = self.clock.now().checked_sub(window).unwrap_or(UNIX_EPOCH);
+        self.backend.history(since).await
     }
 
     /// Message counts per type and status, in one query; cheap enough to poll every second.

@@ -52,6 +52,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             options,
             handler: Arc::new(typed),
             orphan_check: None,
+            counters: Arc::default(),
         });
         self
     }

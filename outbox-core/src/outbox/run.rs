@@ -8,7 +8,7 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{gauges, groups, pauses, retention, Outbox, Registration};
+use super::{gauges, groups, history, pauses, retention, Outbox, Registration};
 use crate::{
     error::Error,
     layers::{
@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// Workers started by [`Outbox::start`], and how to stop them.
-pub(super) struct Running {
+pub(super) struct Running<B: Backend> {
     /// Names of this start's workers (fresh for every start, so they never collide).
     pub(super) names: WorkerNames,
     stop: watch::Sender<bool>,
@@ -31,6 +31,8 @@ pub(super) struct Running {
     /// The due probe, the heartbeat, the pause watcher, the gauges and, with retention,
     /// the pruner.
     helpers: Vec<JoinHandle<()>>,
+    /// Reports the workers' outcomes to the history.
+    history: Arc<history::Reporter<B>>,
 }
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
@@ -137,7 +139,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// Starts one supervised worker per registered type, the process's due probe and
     /// heartbeat, and the pause watcher.
-    pub(super) async fn start(&self) -> Running {
+    pub(super) async fn start(&self) -> Running<B> {
         let names = WorkerNames::new();
         let hub = Hub::new();
         let (stop, stopped) = watch::channel(false);
@@ -244,6 +246,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 stopped.clone(),
             ));
         }
+        let history = history::Reporter::new(
+            self.backend.clone(),
+            Arc::clone(&self.clock),
+            self.registrations
+                .iter()
+                .map(|r| (r.queue, Arc::clone(&r.counters)))
+                .collect(),
+        );
+        helpers.push(history.start(stopped.clone()));
         if let Retention::KeepFor(window) = self.retention {
             helpers.push(retention::prune(
                 self.backend.clone(),
@@ -257,11 +268,12 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             stop,
             workers,
             helpers,
+            history,
         }
     }
 
     /// Signals every worker to stop and waits up to the shutdown timeout.
-    pub(super) async fn stop(&self, running: Running) {
+    pub(super) async fn stop(&self, running: Running<B>) {
         let _ = running.stop.send(true);
         let aborts: Vec<_> = running.workers.iter().map(|w| w.abort_handle()).collect();
         let all = futures::future::join_all(running.workers);
@@ -277,6 +289,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             aborts.iter().for_each(|a| a.abort());
         }
         running.helpers.iter().for_each(|h| h.abort());
+        // What the workers did since the last report, now that they stopped.
+        running.history.report().await;
         if self.gauge_interval.is_some() {
             gauges::sample_once(&self.backend, self.clock.as_ref()).await;
         }
@@ -289,6 +303,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             matches!(self.retention, Retention::KeepFor(_)),
             self.backend.max_default_batch(),
             &self.counters,
+            &r.counters,
         )
     }
 

@@ -160,13 +160,15 @@ impl QueueOptions {
 
     /// The worker settings of `type_tag`, without an owner (its supervisor names each
     /// worker it starts); `max_default` is how far the database lets a default batch grow,
-    /// `counters` what the outcomes of its attempts are counted into.
+    /// `counters` (every type's) and `own` (this type's) what the outcomes of its attempts
+    /// are counted into.
     pub(crate) fn settings_for(
         &self,
         type_tag: &'static str,
         keep_done: bool,
         max_default: usize,
         counters: &Arc<Counters>,
+        own: &Arc<Counters>,
     ) -> WorkerSettings {
         let batch_size = self.batch_size.unwrap_or(match self.bucket {
             Some(_) => self.concurrency,
@@ -183,7 +185,7 @@ impl QueueOptions {
             },
             heartbeat_interval: self.heartbeat_interval,
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
-            tally: Tally::new(type_tag, Arc::clone(counters)),
+            tally: Tally::new(type_tag, Arc::clone(counters), Arc::clone(own)),
         }
     }
 }

@@ -151,3 +151,45 @@ pub async fn database_clock_runs_the_verbs<H: PortHarness>(h: &H) {
     assert_eq!(statuses.len(), 1);
     assert_eq!(statuses[0].retrying, 1);
 }
+
+/// The history adds outcomes into the minute `now` falls in (two reports of one minute add
+/// up; another type or minute is its own row), lists them from a minute on, oldest first,
+/// and deletes minutes older than two days when it adds.
+pub async fn history_adds_per_minute_and_prunes<H: PortHarness>(h: &H) {
+    use crate::store::TypeOutcomes;
+    let b = h.backend();
+    let o = |t: &str, delivered, failed, dead| TypeOutcomes {
+        type_tag: t.to_owned(),
+        delivered,
+        failed,
+        dead,
+    };
+    b.add_history(&[o("a", 3, 1, 0), o("b", 1, 0, 1)], Now::At(at(1_000)))
+        .await
+        .expect("add to the history");
+    b.add_history(&[o("a", 2, 0, 1)], Now::At(at(59_000)))
+        .await
+        .unwrap();
+    b.add_history(&[o("a", 7, 0, 0)], Now::At(at(61_000)))
+        .await
+        .unwrap();
+    let rows = b.history(at(0)).await.expect("read the history");
+    let seen: Vec<(std::time::SystemTime, TypeOutcomes)> =
+        rows.into_iter().map(|m| (m.minute, m.outcomes)).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (at(0), o("a", 5, 1, 1)),
+            (at(0), o("b", 1, 0, 1)),
+            (at(60_000), o("a", 7, 0, 0)),
+        ]
+    );
+    assert_eq!(b.history(at(60_000)).await.unwrap().len(), 1);
+    let three_days = 3 * 24 * 3_600_000;
+    b.add_history(&[o("c", 1, 0, 0)], Now::At(at(three_days)))
+        .await
+        .unwrap();
+    let left = b.history(at(0)).await.unwrap();
+    assert_eq!(left.len(), 1, "older than two days: pruned");
+    assert_eq!(left[0].outcomes.type_tag, "c");
+}

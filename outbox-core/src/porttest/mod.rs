@@ -149,6 +149,7 @@ macro_rules! port_suite {
             housekeeping::count_unfinished_sees_due_and_held_messages,
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,
+            housekeeping::history_adds_per_minute_and_prunes,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {

@@ -26,3 +26,26 @@ pub struct TypeCounts {
     /// due): how far behind its workers are.
     pub oldest_due: Option<SystemTime>,
 }
+
+/// What the workers of one type did (delivered, failed attempts, moved to the dead
+/// letters): a process's outcomes since its last report, or a minute of the history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeOutcomes {
+    /// The type tag.
+    pub type_tag: String,
+    /// Delivered (or dropped as orphans).
+    pub delivered: u64,
+    /// Failed attempts that will be tried again.
+    pub failed: u64,
+    /// Moved to the dead letters.
+    pub dead: u64,
+}
+
+/// One minute of the history of one type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MinuteOutcomes {
+    /// The minute's start.
+    pub minute: SystemTime,
+    /// What the type's workers did in it, in every process.
+    pub outcomes: TypeOutcomes,
+}

@@ -35,7 +35,7 @@ use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
 pub use bucket::{BucketState, RateLimit};
-pub use counts::TypeCounts;
+pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
 pub use groups::{GroupHook, GroupProgress, RateWindow, RATE_WINDOW};
 pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
@@ -333,10 +333,21 @@ pub trait GroupStore: Send + Sync + 'static {
 /// starts in every process within about this long.
 pub const GROUP_PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// Counts per type and status.
+/// Counts per type and status, and the history of what the workers did.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
     fn status_counts(&self, now: Now) -> BoxFuture<'_, Result<Vec<TypeCounts>, Error>>;
+
+    /// Adds `outcomes` to the history rows of the minute `now` falls in (and deletes the
+    /// rows older than two days), in one transaction.
+    fn add_history<'a>(
+        &'a self,
+        outcomes: &'a [TypeOutcomes],
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// The history rows from the minute `since` falls in on, oldest first.
+    fn history(&self, since: SystemTime) -> BoxFuture<'_, Result<Vec<MinuteOutcomes>, Error>>;
 }
 
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.

@@ -33,8 +33,9 @@ use crate::{
     store::{
         BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
         GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage, LiveMessageDetail,
-        LiveMessageStore, PauseStore, PausedType, QueueStore, RateBucketStore, RateLimit, Requeued,
-        Settled, Settlement, StatsStore, TokenGrant, TypeCounts, UnregisteredType, WorkerBeat,
+        LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore, RateBucketStore,
+        RateLimit, Requeued, Settled, Settlement, StatsStore, TokenGrant, TypeCounts, TypeOutcomes,
+        UnregisteredType, WorkerBeat,
     },
 };
 
@@ -250,6 +251,12 @@ pub struct Queries {
     pub group_complete: &'static str,
     /// Enqueues a group's hook message.
     pub group_hook_enqueue: &'static str,
+    /// Adds outcomes to the current minute's history rows.
+    pub stats_add: &'static str,
+    /// Deletes old history rows.
+    pub stats_prune: &'static str,
+    /// History rows from a minute on.
+    pub stats_list: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private
@@ -1148,6 +1155,46 @@ impl<D: Dialect> StatsStore for D {
                 .fetch(None, self.queries().status_counts, &args)
                 .await?;
             Ok(fold_counts(&rows)?)
+        })
+    }
+
+    fn add_history<'a>(
+        &'a self,
+        outcomes: &'a [TypeOutcomes],
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let now = self.now_ms(now);
+            let rows: Vec<(&str, u64, u64, u64)> = outcomes
+                .iter()
+                .map(|o| (o.type_tag.as_str(), o.delivered, o.failed, o.dead))
+                .collect();
+            let rows = json(&rows)?;
+            let add = [Arg::OptInt(now), Arg::Text(&rows)];
+            let prune = [Arg::OptInt(now)];
+            write(self, &[(q.stats_add, &add), (q.stats_prune, &prune)]).await?;
+            Ok(())
+        })
+    }
+
+    fn history(&self, since: SystemTime) -> BoxFuture<'_, Result<Vec<MinuteOutcomes>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Int(unix_millis(since))];
+            let rows = self.fetch(None, self.queries().stats_list, &args).await?;
+            let minutes = rows.iter().map(|r| {
+                let n = |i| r.int(i).map(|v| v.max(0) as u64);
+                Ok(MinuteOutcomes {
+                    minute: crate::clock::from_unix_millis(r.int(0)?),
+                    outcomes: TypeOutcomes {
+                        type_tag: r.text(1)?,
+                        delivered: n(2)?,
+                        failed: n(3)?,
+                        dead: n(4)?,
+                    },
+                })
+            });
+            Ok(minutes.collect::<Result<_, sqlx::Error>>()?)
         })
     }
 }

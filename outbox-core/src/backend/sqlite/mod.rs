@@ -156,6 +156,9 @@ static QUERIES: Queries = Queries {
     groups_finished: include_str!("queries/groups_finished.sql"),
     group_complete: include_str!("queries/group_complete.sql"),
     group_hook_enqueue: include_str!("queries/group_hook_enqueue.sql"),
+    stats_add: include_str!("queries/stats_add.sql"),
+    stats_prune: include_str!("queries/stats_prune.sql"),
+    stats_list: include_str!("queries/stats_list.sql"),
 };
 
 impl Dialect for SqliteBackend {

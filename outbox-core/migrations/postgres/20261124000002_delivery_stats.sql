@@ -1,0 +1,11 @@
+-- What the workers did, per minute and type: delivered (orphans included), failed attempts
+-- and messages moved to the dead letters, added by each process every 10 s; read by the
+-- web admin's chart and kept two days.
+CREATE TABLE IF NOT EXISTS outbox_stats (
+    minute BIGINT NOT NULL,                -- unix ms of the minute's start
+    type_tag TEXT NOT NULL,
+    delivered BIGINT NOT NULL DEFAULT 0,
+    failed BIGINT NOT NULL DEFAULT 0,
+    dead BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (minute, type_tag)
+);
