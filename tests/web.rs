@@ -831,17 +831,12 @@ async fn screenshots_of_each_page() {
         .pause("web.note", "waiting for the new SMTP password")
         .await
         .unwrap();
-    let url = serve(WebAdmin::new(admin.clone())).await;
-    // Deliveries for the chart: the sampler sees the queue shrink.
-    let b = Browser::start().await;
-    b.client.goto(&url).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Delivered before the admin starts: the persisted history shows them.
     let mut tx = db.pool.begin().await.unwrap();
     for n in 0..8 {
         Counted { n }.enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
     Outbox::new(db.backend())
         .register::<Counted, _>(|_m: Counted, _ctx: MessageContext<()>| async move {
             Ok::<(), HandlerError>(())
@@ -849,8 +844,11 @@ async fn screenshots_of_each_page() {
         .drain()
         .await
         .unwrap();
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    // The first request starts the admin's reading of the history.
+    b.client.goto(&url).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-
     b.client.goto(&url).await.unwrap();
     let chart = b.text(".chart + p").await;
     assert!(chart.starts_with("8 delivered in the last "), "{chart}");

@@ -261,7 +261,7 @@ pub(crate) fn chart(series: &Series, what: &str) -> Markup {
         p.muted.small {
             (total) " delivered in the last "
             (duration(series.covered))
-            " (sampled by this admin since it started; estimated from the status counts)"
+            " (as every process reported its deliveries; kept across restarts)"
         }
     }
 }
