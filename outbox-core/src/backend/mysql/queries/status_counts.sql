@@ -1,7 +1,7 @@
 -- Counts per type and state, one pass over the queue plus the dead letters: pending,
 -- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
--- paused (queued messages of a paused type or group, counted in no other state). ? now
--- (unix ms; NULL: the database's clock)
+-- paused (queued messages of a paused type or group, counted in no other state; joined, not
+-- looked up per row). ? now (unix ms; NULL: the database's clock)
 SELECT s.type_tag,
     CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= s.now_ms) AS SIGNED),
     CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > s.now_ms) AS SIGNED),
@@ -13,12 +13,10 @@ SELECT s.type_tag,
     CAST(SUM(s.status = 'queued' AND s.paused) AS SIGNED)
 FROM (
     SELECT m.type_tag, m.status, m.attempts, m.due_at, p.now_ms,
-        m.status = 'queued' AND (
-            EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
-            OR (m.group_name IS NOT NULL AND EXISTS (
-                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
-        ) AS paused
+        m.status = 'queued' AND (px.type_tag IS NOT NULL OR pgr.name IS NOT NULL) AS paused
     FROM outbox_messages AS m
+    LEFT JOIN outbox_paused AS px ON px.type_tag = m.type_tag
+    LEFT JOIN outbox_groups AS pgr ON pgr.name = m.group_name AND pgr.paused_at IS NOT NULL
     CROSS JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
 ) AS s
 GROUP BY s.type_tag

@@ -1,7 +1,7 @@
 -- Counts per type and state, one pass over the queue plus the dead letters: pending,
 -- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
--- paused (queued messages of a paused type or group, counted in no other state). $1 now
--- (unix ms; NULL: the database's clock)
+-- paused (queued messages of a paused type or group, counted in no other state; joined, not
+-- looked up per row). $1 now (unix ms; NULL: the database's clock)
 SELECT s.type_tag,
     COUNT(*) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= s.now),
     COUNT(*) FILTER (WHERE s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > s.now),
@@ -13,12 +13,10 @@ SELECT s.type_tag,
     COUNT(*) FILTER (WHERE s.status = 'queued' AND s.paused)
 FROM (
     SELECT m.type_tag, m.status, m.attempts, m.due_at, n.now,
-        m.status = 'queued' AND (
-            EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
-            OR (m.group_name IS NOT NULL AND EXISTS (
-                SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
-        ) AS paused
+        m.status = 'queued' AND (px.type_tag IS NOT NULL OR pgr.name IS NOT NULL) AS paused
     FROM outbox_messages AS m
+    LEFT JOIN outbox_paused AS px ON px.type_tag = m.type_tag
+    LEFT JOIN outbox_groups AS pgr ON pgr.name = m.group_name AND pgr.paused_at IS NOT NULL
     CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
 ) AS s
 GROUP BY s.type_tag

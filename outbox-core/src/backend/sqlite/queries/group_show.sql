@@ -12,10 +12,11 @@ WITH live AS (
     FROM (
         SELECT m.group_name AS name,
             CASE WHEN m.status = 'running' THEN 'running'
-            WHEN EXISTS (SELECT 1 FROM outbox_paused AS x WHERE x.type_tag = m.type_tag)
-              OR EXISTS (SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL) THEN 'paused'
+            WHEN px.type_tag IS NOT NULL OR pgr.name IS NOT NULL THEN 'paused'
             WHEN m.attempts > 0 THEN 'retrying' WHEN m.due_at <= ?1 THEN 'pending' ELSE 'scheduled' END AS state
         FROM outbox_messages AS m
+        LEFT JOIN outbox_paused AS px ON px.type_tag = m.type_tag
+        LEFT JOIN outbox_groups AS pgr ON pgr.name = m.group_name AND pgr.paused_at IS NOT NULL
         WHERE m.group_name = ?2 AND m.status IN ('queued', 'running')
     ) AS s
     GROUP BY s.name
