@@ -38,7 +38,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand};
 /// ```
 #[derive(Debug, Clone, Args)]
 #[command(
-    about = "Operate the outbox: workers, status, dead letters, pause, rate limits",
+    about = "Operate the outbox: workers, status, dead letters, pause, rate limits, groups, live messages",
     after_help = EXIT_CODES
 )]
 pub struct Command {
@@ -69,7 +69,7 @@ pub enum Action {
 #[command(
     name = "outbox",
     version,
-    about = "Operate a transactional outbox: status, dead letters, pause, rate limits",
+    about = "Operate a transactional outbox: status, dead letters, pause, rate limits, groups, live messages",
     after_help = STANDALONE_NOTES
 )]
 pub struct Standalone {
@@ -107,7 +107,8 @@ const EXIT_CODES: &str = "Exit codes: 0 done; 1 failed (the message says why and
 pub enum AdminCommand {
     /// Create or upgrade the outbox's tables (safe to run at every deploy).
     Migrate,
-    /// Messages per type: pending, scheduled, running, retrying, dead, oldest due age.
+    /// Messages per type: pending, scheduled, running, retrying, paused, dead, oldest due
+    /// age, and whether the type is paused.
     Status(StatusArgs),
     /// List, show, requeue and purge dead letters (messages given up for good).
     #[command(subcommand)]
@@ -118,6 +119,148 @@ pub enum AdminCommand {
     Resume(ResumeArgs),
     /// List the rate buckets, show one, or set its rate.
     RateLimit(RateLimitArgs),
+    /// Every group (campaign) with its progress: messages per state, delivered, dead,
+    /// cancelled, rate and ETA.
+    Groups,
+    /// Show, pause, resume or cancel one group (campaign).
+    #[command(subcommand)]
+    Group(GroupCommand),
+    /// List, show, retry now or cancel the messages in the queue (pending, scheduled,
+    /// running, retrying, paused).
+    #[command(subcommand)]
+    Messages(MessagesCommand),
+}
+
+/// `group …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum GroupCommand {
+    /// One group's progress: counts per state, delivered, dead, cancelled, rate, ETA,
+    /// pause and completion hook.
+    Show(GroupNameArgs),
+    /// Stop starting the group's messages in every process (they stay queued).
+    Pause(GroupPauseArgs),
+    /// Let a paused group's messages start again.
+    Resume(GroupNameArgs),
+    /// Delete the group's queued messages (running ones finish); asks for confirmation.
+    Cancel(GroupCancelArgs),
+}
+
+/// `group show` and `group resume`.
+#[derive(Debug, Clone, Args)]
+pub struct GroupNameArgs {
+    /// The group's name (`groups` lists them).
+    pub name: String,
+}
+
+/// `group pause`.
+#[derive(Debug, Clone, Args)]
+pub struct GroupPauseArgs {
+    /// The group's name.
+    pub name: String,
+    /// Why (shown by `groups` and `group show`).
+    #[arg(long, default_value = "paused from the command line")]
+    pub reason: String,
+}
+
+/// `group cancel`.
+#[derive(Debug, Clone, Args)]
+pub struct GroupCancelArgs {
+    /// The group's name.
+    pub name: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `messages …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum MessagesCommand {
+    /// A page of queued messages by id, filtered; prints the cursor of the next page.
+    List(MessagesListArgs),
+    /// One queued message: state, attempts, due time, lease, attempt log and payload.
+    Show(MessageShowArgs),
+    /// Make queued messages due now, keeping their attempts (one by id, or every match
+    /// of the filters after confirmation).
+    Retry(MessagesActionArgs),
+    /// Delete queued messages; running ones finish (one by id, or every match of the
+    /// filters after confirmation).
+    Cancel(MessagesActionArgs),
+}
+
+/// The filters of `messages list|retry|cancel`; every one given must match.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MessageFilterArgs {
+    /// Only messages of this type.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub type_tag: Option<String>,
+    /// Only messages of this group.
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Only messages in this state: pending, scheduled, running, retrying or paused.
+    #[arg(long, value_name = "STATE", value_parser = parse_state)]
+    pub state: Option<crate::LiveState>,
+    /// Only messages whose idempotency key starts with this text.
+    #[arg(long, value_name = "PREFIX")]
+    pub key_prefix: Option<String>,
+    /// Only messages whose last error contains this text.
+    #[arg(long = "error", value_name = "TEXT")]
+    pub error: Option<String>,
+}
+
+impl MessageFilterArgs {
+    /// True when no filter is given.
+    pub fn is_empty(&self) -> bool {
+        self.type_tag.is_none()
+            && self.group.is_none()
+            && self.state.is_none()
+            && self.key_prefix.is_none()
+            && self.error.is_none()
+    }
+}
+
+/// `messages list`.
+#[derive(Debug, Clone, Args)]
+pub struct MessagesListArgs {
+    /// Which messages.
+    #[command(flatten)]
+    pub filter: MessageFilterArgs,
+    /// Start after this message id (the cursor the previous page printed).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+}
+
+/// `messages show`.
+#[derive(Debug, Clone, Args)]
+pub struct MessageShowArgs {
+    /// The message id (`messages list` shows them).
+    pub id: String,
+}
+
+/// `messages retry` and `messages cancel`: one message by id, or every match of the
+/// filters (`--all` for every queued message).
+#[derive(Debug, Clone, Args)]
+#[command(group(
+    ArgGroup::new("which")
+        .required(true)
+        .multiple(true)
+        .args(["id", "type_tag", "group", "state", "key_prefix", "error", "all"])
+))]
+pub struct MessagesActionArgs {
+    /// The id of one message.
+    #[arg(conflicts_with_all = ["type_tag", "group", "state", "key_prefix", "error", "all"])]
+    pub id: Option<String>,
+    /// Which messages (asks for confirmation).
+    #[command(flatten)]
+    pub filter: MessageFilterArgs,
+    /// Every queued message (asks for confirmation).
+    #[arg(long)]
+    pub all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// `status`.
@@ -236,6 +379,13 @@ pub struct RateLimitArgs {
     /// so a typo cannot add an unused bucket while the real one keeps its rate).
     #[arg(long, requires = "rate")]
     pub create: bool,
+}
+
+/// A live message's state, as `--state` names it.
+fn parse_state(s: &str) -> Result<crate::LiveState, String> {
+    crate::LiveState::parse(s).ok_or_else(|| {
+        format!("unknown state `{s}`; write one of pending, scheduled, running, retrying, paused")
+    })
 }
 
 /// A duration such as `30d`, `12h`, `500ms`.

@@ -48,6 +48,9 @@ impl<B: Backend> Ctx<B> {
             AdminCommand::Pause(args) => self.pause(args).await,
             AdminCommand::Resume(args) => self.resume(&args.type_tag).await,
             AdminCommand::RateLimit(args) => self.rate_limit(args).await,
+            AdminCommand::Groups => self.groups().await,
+            AdminCommand::Group(command) => self.group(command).await,
+            AdminCommand::Messages(command) => self.messages(command).await,
         }
     }
 
@@ -97,6 +100,7 @@ impl<B: Backend> Ctx<B> {
                         "scheduled": c.scheduled,
                         "running": c.running,
                         "retrying": c.retrying,
+                        "paused_messages": c.paused,
                         "done": c.done,
                         "dead": c.dead,
                         "oldest_due_age_secs": c.oldest_due.map(|t| render::age(t, now).as_secs()),
@@ -122,11 +126,12 @@ impl<B: Backend> Ctx<B> {
                 "SCHEDULED",
                 "RUNNING",
                 "RETRYING",
+                "PAUSED",
                 "DEAD",
                 "OLDEST DUE",
-                "PAUSED",
+                "PAUSE",
             ],
-            &[1, 2, 3, 4, 5, 6],
+            &[1, 2, 3, 4, 5, 6, 7],
         );
         for (c, p) in &rows {
             t.add_row(vec![
@@ -135,6 +140,7 @@ impl<B: Backend> Ctx<B> {
                 c.scheduled.to_string(),
                 c.running.to_string(),
                 c.retrying.to_string(),
+                c.paused.to_string(),
                 c.dead.to_string(),
                 c.oldest_due
                     .map_or("-".into(), |t| render::duration(render::age(t, now))),
@@ -513,7 +519,7 @@ impl<B: Backend> Ctx<B> {
     }
 
     /// Fails unless `type_tag` is valid and known to the database.
-    async fn known_type(&self, type_tag: &str) -> Result<()> {
+    pub(super) async fn known_type(&self, type_tag: &str) -> Result<()> {
         check_type_tag(type_tag)?;
         let types = self.types().await?;
         if types.iter().any(|t| t == type_tag) {
@@ -531,7 +537,7 @@ impl<B: Backend> Ctx<B> {
     }
 
     /// Asks before a destructive bulk action, unless `yes`; refuses when nobody can answer.
-    fn confirm(&self, yes: bool, action: &str) -> Result<()> {
+    pub(super) fn confirm(&self, yes: bool, action: &str) -> Result<()> {
         if yes {
             return Ok(());
         }

@@ -8,20 +8,24 @@
 //!   at `--database-url` / `DATABASE_URL`, without any handler code.
 //!
 //! The admin commands ([`AdminCommand`]) are `migrate`, `status [--watch]`, `dead
-//! list|show|requeue|purge`, `pause`, `resume` and `rate-limit`. Output is a plain table,
-//! or JSON with `--json`; errors go to stderr and say what to do; bulk requeues and purges
-//! ask for confirmation unless `--yes` (and refuse when standard input is not a terminal).
+//! list|show|requeue|purge`, `pause`, `resume`, `rate-limit`, `groups`, `group
+//! show|pause|resume|cancel` and `messages list|show|retry|cancel`. Output is a plain table,
+//! or JSON with `--json`; errors go to stderr and say what to do; bulk requeues, purges,
+//! retries and cancels, and group cancels, ask for confirmation unless `--yes` (and refuse when standard input is not a terminal).
 
 mod args;
 mod exec;
 mod failure;
+mod live;
 mod render;
 
 use std::process::ExitCode;
 
 pub use args::{
     Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
-    DeadShowArgs, PauseArgs, RateLimitArgs, ResumeArgs, Standalone, StatusArgs,
+    DeadShowArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs, MessageFilterArgs,
+    MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesListArgs, PauseArgs,
+    RateLimitArgs, ResumeArgs, Standalone, StatusArgs,
 };
 /// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
 pub use clap;

@@ -2,9 +2,9 @@
 
 use std::{process::Stdio, time::Duration};
 
-use outbox::{prelude::*, DeadLetterFilter};
+use outbox::{prelude::*, DeadLetterFilter, MessageId};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::harness::{self, Harness};
 
@@ -227,8 +227,8 @@ pub async fn status_and_dead_letters<H: Harness>() {
         .expect("a cli.later row");
     let cells: Vec<&str> = later_row.split_whitespace().collect();
     assert_eq!(
-        &cells[..6],
-        ["cli.later", "1", "2", "0", "0", "0"],
+        &cells[..7],
+        ["cli.later", "1", "2", "0", "0", "0", "0"],
         "{human}"
     );
 
@@ -639,4 +639,461 @@ pub async fn an_unmigrated_database_says_to_migrate<H: Harness>() {
     );
     let r = outbox(&db.url, &["status"]).succeeded().stdout.clone();
     assert_eq!(r.trim(), "no messages, dead letters or paused types");
+}
+
+/// A type whose handler fails with a temporary error: its message waits to be retried.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.flaky", max_attempts = 5)]
+pub struct Flaky {
+    pub n: i64,
+}
+
+/// On top of [`seed`]: group `spring` with four due and one scheduled `cli.later`
+/// (keys `spring-10` … `spring-14`), group `autumn` with one `cli.flaky` retrying after
+/// a `421` error, and one `cli.later` outside any group. Returns the ids of the autumn
+/// message and of the one outside any group.
+async fn seed_groups<H: Harness>(h: &H) -> (String, String) {
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in 10..=14 {
+        let mut options = EnqueueOptions::new()
+            .group("spring")
+            .idempotency_key(format!("spring-{n}"));
+        if n == 14 {
+            options = options.after(Duration::from_secs(3600));
+        }
+        Later { n }.enqueue_with(&mut *tx, options).await.unwrap();
+    }
+    let autumn = Flaky { n: 1 }
+        .enqueue_with(&mut *tx, EnqueueOptions::new().group("autumn"))
+        .await
+        .unwrap()
+        .id()
+        .to_string();
+    let alone = Later { n: 20 }
+        .enqueue(&mut *tx)
+        .await
+        .unwrap()
+        .id()
+        .to_string();
+    tx.commit().await.unwrap();
+    let report = Outbox::new(h.backend())
+        .register::<Flaky, _>(|_: Flaky, _: MessageContext| async {
+            Err::<(), _>(HandlerError::retry("421 4.7.0 try again later"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.failed_attempts, 1, "{report:?}");
+    (autumn, alone)
+}
+
+/// The entry of group `name` in `groups --json` output.
+#[track_caller]
+fn group_entry(groups: &Value, name: &str) -> Value {
+    groups
+        .as_array()
+        .expect("an array of groups")
+        .iter()
+        .find(|g| g["name"] == name)
+        .unwrap_or_else(|| panic!("no group `{name}` in {groups:#}"))
+        .clone()
+}
+
+pub async fn groups_pause_resume_and_cancel<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    seed(&h).await;
+    seed_groups(&h).await;
+    let admin = outbox::Admin::new(h.backend());
+
+    let groups = outbox(&url, &["groups", "--json"]).succeeded().json();
+    let names: Vec<&str> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["autumn", "spring"], "{groups:#}");
+    let spring = group_entry(&groups, "spring");
+    assert_eq!(
+        (
+            &spring["pending"],
+            &spring["scheduled"],
+            &spring["remaining"],
+            &spring["total"],
+            &spring["is_paused"]
+        ),
+        (&json!(4), &json!(1), &json!(5), &json!(5), &json!(false)),
+        "{groups:#}"
+    );
+    assert_eq!(group_entry(&groups, "autumn")["retrying"], 1, "{groups:#}");
+
+    let human = outbox(&url, &["groups"]).succeeded().stdout.clone();
+    let header: Vec<&str> = human.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "GROUP",
+            "PENDING",
+            "SCHEDULED",
+            "RUNNING",
+            "RETRYING",
+            "PAUSED",
+            "DELIVERED",
+            "DEAD",
+            "CANCELLED",
+            "DONE",
+            "RATE",
+            "ETA",
+            "STATE"
+        ],
+        "{human}"
+    );
+    let row: Vec<&str> = human
+        .lines()
+        .find(|l| l.starts_with("spring "))
+        .expect("a spring row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row,
+        ["spring", "4", "1", "0", "0", "0", "0", "0", "0", "0%", "-", "-", "running"],
+        "{human}"
+    );
+
+    let shown = outbox(&url, &["group", "show", "spring"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(shown.contains("state:       running"), "{shown}");
+    assert!(
+        shown.contains("progress:    0 of 5 finished (0%), 5 remaining"),
+        "{shown}"
+    );
+    outbox(&url, &["group", "show", "nope"]).failed_with(
+        "there is no group `nope` (groups: autumn, spring); check the name (`outbox groups` lists them)",
+    );
+
+    // Pause: recorded with its reason, the messages counted as paused.
+    let r = outbox(&url, &["group", "pause", "spring", "--reason", "copy typo"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(r.starts_with("paused group `spring`"), "{r}");
+    let g = admin.groups().show("spring").await.unwrap().unwrap();
+    assert_eq!(g.pause_reason.as_deref(), Some("copy typo"));
+    let spring = group_entry(
+        &outbox(&url, &["groups", "--json"]).succeeded().json(),
+        "spring",
+    );
+    assert_eq!(spring["is_paused"], true);
+    assert_eq!(spring["pause_reason"], "copy typo");
+    assert_eq!(spring["pending"], 0, "{spring:#}");
+    assert_eq!(
+        spring["paused"].as_u64(),
+        Some(g.paused),
+        "the same figure as the admin API: {spring:#}"
+    );
+    assert!(g.paused >= 4, "the due ones are held: {g:?}");
+    let human = outbox(&url, &["groups"]).succeeded().stdout.clone();
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("spring ") && l.ends_with("paused: copy typo")),
+        "{human}"
+    );
+    // The status shows the held messages per type.
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    let later = type_status(&status, "cli.later");
+    assert_eq!(
+        later["paused_messages"].as_u64(),
+        Some(g.paused),
+        "{status:#}"
+    );
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    assert!(human.lines().next().unwrap().contains("PAUSED"), "{human}");
+    let cells: Vec<String> = human
+        .lines()
+        .find(|l| l.starts_with("cli.later "))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(cells[5], g.paused.to_string(), "{human}");
+
+    outbox(&url, &["group", "resume", "spring"]).succeeded();
+    outbox(&url, &["group", "resume", "spring"])
+        .failed_with("group `spring` is not paused; paused groups: none");
+    assert!(!admin
+        .groups()
+        .show("spring")
+        .await
+        .unwrap()
+        .unwrap()
+        .is_paused());
+
+    // Cancel asks first, then deletes the queued messages and counts them.
+    outbox(&url, &["group", "cancel", "spring"])
+        .failed_with("refusing to cancel the 5 queued message(s) of group `spring`")
+        .failed_with("pass --yes to confirm");
+    assert_eq!(
+        admin
+            .groups()
+            .show("spring")
+            .await
+            .unwrap()
+            .unwrap()
+            .remaining(),
+        5,
+        "nothing cancelled without --yes"
+    );
+    let r = outbox(&url, &["group", "cancel", "spring", "--yes", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(r["cancelled"], 5, "{r:#}");
+    let g = admin.groups().show("spring").await.unwrap().unwrap();
+    assert_eq!((g.remaining(), g.cancelled), (0, 5), "{g:?}");
+    let r = outbox(&url, &["group", "cancel", "spring"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        "cancelled 0 message(s) of group `spring`",
+        "nothing to confirm when nothing is queued"
+    );
+    outbox(&url, &["group", "cancel", "nope", "--yes"]).failed_with("there is no group `nope`");
+}
+
+pub async fn live_messages_list_show_retry_and_cancel<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let dead = seed(&h).await;
+    let (autumn, alone) = seed_groups(&h).await;
+    let admin = outbox::Admin::new(h.backend());
+
+    // Keyset pages of 3: every live message once, in id order, the cursor printed.
+    let mut seen: Vec<String> = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut args = vec!["messages", "list", "--limit", "3", "--json"];
+        if let Some(a) = &after {
+            args.extend(["--after", a.as_str()]);
+        }
+        let page = outbox(&url, &args).succeeded().json();
+        let ids: Vec<String> = page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(ids.len() <= 3, "{page:#}");
+        seen.extend(ids.iter().cloned());
+        match page["next"].as_str() {
+            Some(next) => {
+                assert_eq!(Some(next), ids.last().map(String::as_str), "{page:#}");
+                after = Some(next.to_owned());
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 3 + 5 + 1 + 1, "{seen:?}");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted, seen, "by id, no repeats");
+    let human = outbox(&url, &["messages", "list", "--limit", "2"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        human.ends_with(&format!("next page: --after {}\n", seen[1])),
+        "{human}"
+    );
+    assert!(
+        human.lines().next().unwrap().starts_with("ID"),
+        "a table: {human}"
+    );
+
+    // The filters.
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["messages", "list", "--json"];
+        all.extend_from_slice(args);
+        outbox(&url, &all).succeeded().json()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--group", "spring"]).len(), 5);
+    assert_eq!(ids(&["--group", "spring", "--state", "scheduled"]).len(), 1);
+    assert_eq!(ids(&["--key-prefix", "spring-1"]).len(), 5);
+    assert_eq!(ids(&["--key-prefix", "spring-14"]).len(), 1);
+    assert_eq!(
+        ids(&["--error", "421 4.7.0"]),
+        std::slice::from_ref(&autumn)
+    );
+    assert_eq!(ids(&["--state", "retrying"]), std::slice::from_ref(&autumn));
+    assert_eq!(
+        ids(&["--type", "cli.later", "--state", "pending"]).len(),
+        1 + 4 + 1
+    );
+    let r = outbox(&url, &["messages", "list", "--state", "stuck"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "unknown state `stuck`; write one of pending, scheduled, running, retrying, paused"
+        ),
+        "{r:?}"
+    );
+    outbox(&url, &["messages", "list", "--group", "winter"])
+        .failed_with("there is no group `winter` (groups: autumn, spring)");
+    outbox(&url, &["messages", "list", "--type", "cli.nope"])
+        .failed_with("no message of type `cli.nope` is queued or dead");
+
+    // One message: its attempt log and payload.
+    let shown = outbox(&url, &["messages", "show", &autumn])
+        .succeeded()
+        .stdout
+        .clone();
+    for want in [
+        format!("id:          {autumn}"),
+        "type:        cli.flaky".into(),
+        "state:       retrying".into(),
+        "group:       autumn".into(),
+        "attempts:    1 of 5".into(),
+        "last error:\n  421 4.7.0 try again later".into(),
+        "attempts' errors:\n  #1 ".into(),
+        "payload:\n  {\n    \"n\": 1\n  }".into(),
+    ] {
+        assert!(shown.contains(&want), "`{want}` in {shown}");
+    }
+    let shown = outbox(&url, &["messages", "show", &autumn, "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(shown["payload"]["n"], 1, "{shown:#}");
+    assert_eq!(shown["state"], "retrying");
+    assert!(shown["attempt_log"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("421 4.7.0"));
+    let missing = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    for args in [
+        ["messages", "show", missing],
+        ["messages", "retry", missing],
+        ["messages", "cancel", missing],
+    ] {
+        outbox(&url, &args)
+            .failed_with(&format!("there is no queued message with id `{missing}`"))
+            .failed_with("`outbox messages list` shows the ids");
+    }
+    outbox(&url, &["messages", "show", &dead[0]])
+        .failed_with("it is a dead letter; `outbox dead show");
+
+    // Retry now: one, then in bulk with confirmation.
+    let due = |id: String| {
+        let admin = admin.clone();
+        async move {
+            admin
+                .messages()
+                .show(&MessageId::from_string(id))
+                .await
+                .unwrap()
+                .expect("still queued")
+                .message
+                .due_at
+        }
+    };
+    assert!(due(autumn.clone()).await > std::time::SystemTime::now());
+    let r = outbox(&url, &["messages", "retry", &autumn])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        "made 1 message(s) due now (their attempts are kept)"
+    );
+    assert!(due(autumn.clone()).await <= std::time::SystemTime::now());
+    let r = outbox(&url, &["messages", "retry", "--group", "spring"]);
+    r.failed_with(
+        "refusing to make the queued ones of 5 queued message(s) in group `spring` due now",
+    )
+    .failed_with("pass --yes");
+    assert_eq!(ids(&["--group", "spring", "--state", "scheduled"]).len(), 1);
+    let r = outbox(
+        &url,
+        &["messages", "retry", "--group", "spring", "--yes", "--json"],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(r["retried"], 1, "only the scheduled one was due later");
+    assert!(ids(&["--group", "spring", "--state", "scheduled"]).is_empty());
+    let r = outbox(&url, &["messages", "retry"]);
+    assert_eq!(r.code, 2, "an id, a filter or --all: {r:?}");
+    let r = outbox(&url, &["messages", "retry", &autumn, "--group", "spring"]);
+    assert_eq!(r.code, 2, "an id or filters, not both: {r:?}");
+
+    // Cancel: one, then in bulk with confirmation.
+    let r = outbox(&url, &["messages", "cancel", &alone])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(r.trim(), "cancelled 1 message(s)");
+    outbox(&url, &["messages", "show", &alone]).failed_with("there is no queued message");
+    outbox(
+        &url,
+        &[
+            "messages",
+            "cancel",
+            "--type",
+            "cli.later",
+            "--key-prefix",
+            "spring-1",
+        ],
+    )
+    .failed_with(
+        "refusing to cancel 5 queued message(s) of type `cli.later` with a key starting `spring-1`",
+    );
+    assert_eq!(
+        ids(&["--key-prefix", "spring-1"]).len(),
+        5,
+        "nothing cancelled"
+    );
+    let r = outbox(
+        &url,
+        &[
+            "messages",
+            "cancel",
+            "--type",
+            "cli.later",
+            "--key-prefix",
+            "spring-1",
+            "-y",
+            "--json",
+        ],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(r["cancelled"], 5, "{r:#}");
+    assert!(ids(&["--group", "spring"]).is_empty());
+    let g = admin.groups().show("spring").await.unwrap().unwrap();
+    assert_eq!(g.cancelled, 5, "counted in the group's progress: {g:?}");
+    let r = outbox(&url, &["messages", "cancel", "--all", "-y", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(
+        r["cancelled"], 4,
+        "the seed's three and autumn's one: {r:#}"
+    );
+    let r = outbox(&url, &["messages", "cancel", "--all"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(r.trim(), "cancelled 0 message(s)", "nothing to confirm");
+    assert_eq!(
+        dead_count(&h).await,
+        3,
+        "dead letters are not live messages"
+    );
 }

@@ -35,6 +35,14 @@ macro_rules! cli_cases {
                 cases::unknown_ids_and_types_are_errors::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn groups_pause_resume_and_cancel() {
+                cases::groups_pause_resume_and_cancel::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn live_messages_list_show_retry_and_cancel() {
+                cases::live_messages_list_show_retry_and_cancel::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_unmigrated_database_says_to_migrate() {
                 cases::an_unmigrated_database_says_to_migrate::<H>().await
             }
@@ -171,6 +179,9 @@ mod urls {
             "pause",
             "resume",
             "rate-limit",
+            "groups",
+            "group",
+            "messages",
             "Exit codes",
         ] {
             assert!(r.stdout.contains(c), "`{c}` missing from --help: {r:?}");
