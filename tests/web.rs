@@ -25,7 +25,7 @@ use outbox::{
     prelude::*,
     smtp::{Email, RefusedRecipient, SendError},
     web::{axum, WebAdmin},
-    SqliteBackend, TypeCounts,
+    LiveFilter, SqliteBackend, TypeCounts,
 };
 use serde::{Deserialize, Serialize};
 
@@ -422,8 +422,9 @@ async fn pausing_a_type_stops_its_worker_until_resumed() {
     for n in 1..4 {
         enqueue(n).await;
     }
+    // A paused type's queued messages count as paused, not pending.
     b.wait_text(
-        r#"#counts tr[data-type="web.counted"] td[data-col="pending"]"#,
+        r#"#counts tr[data-type="web.counted"] td[data-col="paused"]"#,
         "3",
         Duration::from_secs(10),
     )
@@ -434,7 +435,8 @@ async fn pausing_a_type_stops_its_worker_until_resumed() {
         1,
         "nothing delivered while paused"
     );
-    assert_eq!(counts(&db, "web.counted").await.pending, 3);
+    let c = counts(&db, "web.counted").await;
+    assert_eq!((c.paused, c.pending), (3, 0));
 
     b.click("form[action$='/resume'] button").await;
     assert_eq!(b.text(".flash").await, "Resumed web.counted.");
@@ -992,7 +994,16 @@ async fn session(http: &reqwest::Client, url: &str) -> (String, String) {
 async fn every_page_carries_the_security_headers() {
     let db = TestDb::new().await;
     enqueue_notes(&db, 0..1).await;
+    enqueue_group_notes(&db, "spring", "spring-", 0..1).await;
     let id = make_email_dead_letter(&db, "<p>Hi</p>").await;
+    let live_id = Admin::new(db.backend())
+        .messages()
+        .list(&LiveFilter::all(), None, 1)
+        .await
+        .unwrap()
+        .messages[0]
+        .id
+        .clone();
     let http = reqwest::Client::new();
     let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
     for path in [
@@ -1001,6 +1012,11 @@ async fn every_page_carries_the_security_headers() {
         "/dead".into(),
         "/dead/groups".into(),
         format!("/dead/{}", id.as_str()),
+        "/groups".into(),
+        "/groups/spring".into(),
+        "/messages".into(),
+        "/messages?group=spring&state=pending".into(),
+        format!("/messages/{}", live_id.as_str()),
         "/no/such/page".into(),
     ] {
         let r = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -1239,5 +1255,466 @@ async fn pages_without_a_live_part_stay_whole() {
             "{path}: the page holds itself after the refresh period"
         );
     }
+    b.client.clone().close().await.unwrap();
+}
+
+/// Enqueues `n` notes into `group`, due now, with the keys `{prefix}{i}`.
+async fn enqueue_group_notes(db: &TestDb, group: &str, prefix: &str, range: std::ops::Range<u32>) {
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in range {
+        Note { n }
+            .enqueue_with(
+                &mut *tx,
+                EnqueueOptions::new()
+                    .group(group)
+                    .idempotency_key(format!("{prefix}{n}")),
+            )
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// One group's progress, read through the admin API.
+async fn group(db: &TestDb, name: &str) -> outbox::GroupProgress {
+    Admin::new(db.backend())
+        .groups()
+        .show(name)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no group {name}"))
+}
+
+/// Clicks a bulk form's button without its "sure" tick: the browser refuses to submit
+/// (the tick is required), so the page stays and nothing changes.
+async fn click_unconfirmed(b: &Browser, form: &str) {
+    let url_before = b.client.current_url().await.unwrap();
+    let missing = b
+        .client
+        .execute(
+            &format!(
+                "return document.querySelector(\"{form} input[name=confirm]\").validity.valueMissing"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        missing,
+        serde_json::Value::Bool(true),
+        "{form}: the tick is required"
+    );
+    b.client
+        .find(Locator::Css(&format!("{form} button")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        b.client.current_url().await.unwrap(),
+        url_before,
+        "{form}: not submitted without the tick"
+    );
+}
+
+/// Submits a bulk form with its tick's `required` removed and unticked: the server
+/// refuses too.
+async fn submit_unticked(b: &Browser, form: &str) {
+    b.client
+        .execute(
+            &format!(
+                "document.querySelector(\"{form} input[name=confirm]\").removeAttribute('required')"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    b.click(&format!("{form} button")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_are_paused_resumed_and_cancelled_from_their_page() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    // spring: 6 delivered, 4 waiting; autumn: 2 dead, 3 waiting.
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in 0..6 {
+        Counted { n }
+            .enqueue_with(&mut *tx, EnqueueOptions::new().group("spring"))
+            .await
+            .unwrap();
+    }
+    for order in 0..2 {
+        Failing { order }
+            .enqueue_with(&mut *tx, EnqueueOptions::new().group("autumn"))
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    Outbox::new(db.backend())
+        .register::<Counted, _>(|_m: Counted, _ctx: MessageContext<()>| async move {
+            Ok::<(), HandlerError>(())
+        })
+        .register::<Failing, _>(|_m: Failing, _ctx: MessageContext<()>| async move {
+            Err::<(), _>(HandlerError::permanent("550 5.1.1 mailbox unknown"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    enqueue_group_notes(&db, "spring", "spring-", 0..4).await;
+    enqueue_group_notes(&db, "autumn", "autumn-", 0..3).await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+
+    b.client.goto(&format!("{url}/groups")).await.unwrap();
+    assert_eq!(b.client.title().await.unwrap(), "Groups · outbox admin");
+    let cell =
+        |g: &str, col: &str| format!(r#"#group-progress tr[data-group="{g}"] [data-col="{col}"]"#);
+    for (g, col, want) in [
+        ("spring", "pending", "4"),
+        ("spring", "delivered", "6"),
+        ("spring", "dead", "0"),
+        ("autumn", "pending", "3"),
+        ("autumn", "dead", "2"),
+        ("autumn", "delivered", "0"),
+    ] {
+        assert_eq!(b.text(&cell(g, col)).await, want, "{g} {col}");
+    }
+    let bar = b
+        .client
+        .find(Locator::Css(r#"tr[data-group="spring"] .bar"#))
+        .await
+        .unwrap()
+        .attr("aria-label")
+        .await
+        .unwrap();
+    assert_eq!(
+        bar.as_deref(),
+        Some("6 delivered, 0 dead, 0 cancelled, 4 remaining of 10")
+    );
+    assert_eq!(
+        b.text(&cell("spring", "finished")).await,
+        "6 of 10 finished (60%)"
+    );
+    assert_ne!(
+        b.text(&cell("spring", "rate")).await,
+        "–",
+        "six deliveries just now"
+    );
+    b.screenshot("web-groups").await;
+
+    // Pause with a reason, then resume.
+    b.fill(r#"tr[data-group="spring"] input[name=reason]"#, "copy typo")
+        .await;
+    b.click(r#"tr[data-group="spring"] form[action$='/pause'] button"#)
+        .await;
+    assert_eq!(b.text(".flash").await, "Paused group spring: copy typo");
+    assert_eq!(b.text(&cell("spring", "state")).await, "paused copy typo");
+    assert_eq!(b.text(&cell("spring", "paused")).await, "4");
+    assert_eq!(b.text(&cell("spring", "pending")).await, "0");
+    let g = group(&db, "spring").await;
+    assert_eq!(g.pause_reason.as_deref(), Some("copy typo"));
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(
+        b.text(r#"#counts tr[data-type="web.note"] td[data-col="paused"]"#)
+            .await,
+        "4",
+        "the overview shows the held messages"
+    );
+    b.client.goto(&format!("{url}/groups")).await.unwrap();
+    b.click(r#"tr[data-group="spring"] form[action$='/resume'] button"#)
+        .await;
+    assert_eq!(b.text(".flash").await, "Resumed group spring.");
+    assert!(!group(&db, "spring").await.is_paused());
+    assert_eq!(b.text(&cell("spring", "pending")).await, "4");
+
+    // The group's page refreshes its figures and links to its messages.
+    b.client
+        .goto(&format!("{url}/groups/spring"))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.text("#group-figures dd[data-col=finished]").await,
+        "6 of 10 finished (60%)"
+    );
+    enqueue_group_notes(&db, "spring", "spring-", 4..5).await;
+    b.wait_text(
+        "#group-figures dd[data-col=pending]",
+        "5",
+        Duration::from_secs(10),
+    )
+    .await;
+    let link = b
+        .client
+        .find(Locator::Css("#group-messages"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link, "/outbox/messages?group=spring");
+
+    // Cancel needs the tick, in the browser and on the server.
+    let cancel = r#"form[action$='/groups/spring/cancel']"#;
+    click_unconfirmed(&b, cancel).await;
+    submit_unticked(&b, cancel).await;
+    assert_eq!(b.text(".flash.err").await, "Tick \"sure\" to cancel.");
+    assert_eq!(
+        group(&db, "spring").await.remaining(),
+        5,
+        "nothing cancelled"
+    );
+    b.client
+        .find(Locator::Css(&format!("{cancel} input[name=confirm]")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.click(&format!("{cancel} button")).await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Cancelled 5 messages of group spring."
+    );
+    let g = group(&db, "spring").await;
+    assert_eq!((g.remaining(), g.cancelled, g.delivered), (0, 5, 6));
+    assert_eq!(b.text("#group-figures dd[data-col=cancelled]").await, "5");
+    assert_eq!(db.count("web.note").await, 3, "autumn's notes stay");
+    b.client.goto(&format!("{url}/groups/nope")).await.unwrap();
+    assert!(b
+        .client
+        .source()
+        .await
+        .unwrap()
+        .contains("There is no group nope"));
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_messages_are_filtered_paged_retried_and_cancelled() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    // 55 due notes in `bulk`; in `newsletter` 3 scheduled notes and one retrying message.
+    enqueue_group_notes(&db, "bulk", "bulk-", 0..55).await;
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in 0..3 {
+        Note { n: 100 + n }
+            .enqueue_with(
+                &mut *tx,
+                EnqueueOptions::new()
+                    .group("newsletter")
+                    .idempotency_key(format!("later-{n}"))
+                    .after(Duration::from_secs(3600)),
+            )
+            .await
+            .unwrap();
+    }
+    let flaky = Counted { n: 7 }
+        .enqueue_with(&mut *tx, EnqueueOptions::new().group("newsletter"))
+        .await
+        .unwrap()
+        .id()
+        .clone();
+    tx.commit().await.unwrap();
+    Outbox::new(db.backend())
+        .register::<Counted, _>(|_m: Counted, _ctx: MessageContext<()>| async move {
+            Err::<(), _>(HandlerError::retry("503 service busy, try later"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    let admin = Admin::new(db.backend());
+    let due_at = |id: outbox::MessageId| {
+        let admin = admin.clone();
+        async move {
+            admin
+                .messages()
+                .show(&id)
+                .await
+                .unwrap()
+                .expect("queued")
+                .message
+                .due_at
+        }
+    };
+    assert!(due_at(flaky.clone()).await > std::time::SystemTime::now());
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+
+    // Keyset pages: 50, then 9, each message once, in id order.
+    b.client.goto(&format!("{url}/messages")).await.unwrap();
+    assert_eq!(b.text("#messages-total").await, "59 queued messages match");
+    let row_ids = || async {
+        let mut ids = Vec::new();
+        for row in b
+            .client
+            .find_all(Locator::Css("#messages tbody tr"))
+            .await
+            .unwrap()
+        {
+            ids.push(row.attr("data-id").await.unwrap().unwrap());
+        }
+        ids
+    };
+    let first = row_ids().await;
+    assert_eq!(first.len(), 50);
+    let next = b
+        .client
+        .find(Locator::Css("#next-page"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        next.ends_with(&format!("after={}", first[49])) && !next.contains("page="),
+        "the cursor, not an offset: {next}"
+    );
+    b.click("#next-page").await;
+    let second = row_ids().await;
+    assert_eq!(second.len(), 9);
+    assert!(
+        b.client.find(Locator::Css("#next-page")).await.is_err(),
+        "the last page"
+    );
+    let mut all: Vec<String> = first.iter().chain(&second).cloned().collect();
+    let listed = all.clone();
+    all.sort();
+    all.dedup();
+    assert_eq!(all, listed, "by id, no repeats");
+    assert_eq!(all.len(), 59);
+
+    // The filter form: the retrying one by its error.
+    b.client.goto(&format!("{url}/messages")).await.unwrap();
+    b.fill("#message-filter input[name=error]", "503 service")
+        .await;
+    b.click("#message-filter button").await;
+    assert_eq!(row_ids().await, [flaky.to_string()]);
+    assert_eq!(
+        b.text(&format!(r#"tr[data-id="{flaky}"] td[data-col="state"]"#))
+            .await,
+        "retrying"
+    );
+    b.client
+        .goto(&format!("{url}/messages?group=newsletter"))
+        .await
+        .unwrap();
+    assert_eq!(row_ids().await.len(), 4);
+    b.screenshot("web-messages").await;
+
+    // One message's page, and retry now from it.
+    b.click(&format!(
+        r#"tr[data-id="{flaky}"] td a[href$="/messages/{flaky}"]"#
+    ))
+    .await;
+    assert_eq!(b.text("#message dd[data-col=state]").await, "retrying");
+    assert_eq!(b.text("#message dd[data-col=attempts]").await, "1 of 3");
+    assert_eq!(
+        b.text("#message dd[data-col=lease-owner]").await,
+        "none (not running)"
+    );
+    assert!(b.text("#last-error").await.contains("503 service busy"));
+    assert_eq!(
+        b.client
+            .find_all(Locator::Css("#attempts tbody tr"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(b.text("#payload").await.contains("\"n\": 7"));
+    b.click("form[action$='/retry'] button").await;
+    assert_eq!(b.text(".flash").await, format!("Made {flaky} due now."));
+    assert!(due_at(flaky.clone()).await <= std::time::SystemTime::now());
+    b.click("form[action$='/retry'] button").await;
+    assert!(b.text(".flash.err").await.contains("already due"));
+
+    // Bulk retry now for a filter: needs the tick.
+    b.client
+        .goto(&format!("{url}/messages?state=scheduled"))
+        .await
+        .unwrap();
+    assert_eq!(b.text("#messages-total").await, "3 queued messages match");
+    let retry = "#bulk form[action$='/messages/retry']";
+    click_unconfirmed(&b, retry).await;
+    submit_unticked(&b, retry).await;
+    assert_eq!(b.text(".flash.err").await, "Tick \"sure\" to retry now.");
+    let scheduled = LiveFilter::all().state(outbox::LiveState::Scheduled);
+    assert_eq!(admin.messages().count(&scheduled).await.unwrap(), 3);
+    b.client
+        .find(Locator::Css(&format!("{retry} input[name=confirm]")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.click(&format!("{retry} button")).await;
+    assert_eq!(b.text(".flash").await, "Made 3 messages scheduled due now.");
+    assert_eq!(admin.messages().count(&scheduled).await.unwrap(), 0);
+
+    // Cancel one row, then the rest of the filter (with the tick).
+    b.client
+        .goto(&format!("{url}/messages?key_prefix=later-"))
+        .await
+        .unwrap();
+    let rows = row_ids().await;
+    assert_eq!(rows.len(), 3);
+    b.click(&format!(
+        r#"tr[data-id="{}"] form[action$='/cancel'] button"#,
+        rows[0]
+    ))
+    .await;
+    assert_eq!(b.text(".flash").await, format!("Cancelled {}.", rows[0]));
+    assert_eq!(db.count_id(&rows[0]).await, 0);
+    assert_eq!(row_ids().await, rows[1..]);
+    let cancel = "#bulk form[action$='/messages/cancel']";
+    click_unconfirmed(&b, cancel).await;
+    assert_eq!(db.count_id(&rows[1]).await, 1, "nothing cancelled");
+    b.client
+        .find(Locator::Css(&format!("{cancel} input[name=confirm]")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.click(&format!("{cancel} button")).await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Cancelled 2 messages with a key starting \"later-\"."
+    );
+    let prefix = LiveFilter::all().key_prefix("later-");
+    assert_eq!(admin.messages().count(&prefix).await.unwrap(), 0);
+    assert_eq!(
+        admin.messages().count(&LiveFilter::all()).await.unwrap(),
+        56,
+        "the bulk group and the retrying one stay"
+    );
+    assert_eq!(group(&db, "newsletter").await.cancelled, 3);
+
+    // A message that left the queue, and an unknown state.
+    b.client
+        .goto(&format!("{url}/messages/{}", rows[0]))
+        .await
+        .unwrap();
+    assert!(b
+        .client
+        .source()
+        .await
+        .unwrap()
+        .contains("it may have been delivered or cancelled"));
+    b.client
+        .goto(&format!("{url}/messages?state=stuck"))
+        .await
+        .unwrap();
+    assert!(b
+        .client
+        .source()
+        .await
+        .unwrap()
+        .contains("There is no state \"stuck\""));
     b.client.clone().close().await.unwrap();
 }

@@ -78,7 +78,15 @@ iframe{width:100%;height:360px;border:1px solid #d0d7de;border-radius:4px;backgr
 section>h2:first-child{margin-top:0}
 td .actions{flex-wrap:nowrap;margin-top:0}
 #email th{text-transform:none;font-size:13px;letter-spacing:0}
-.nowrap{white-space:nowrap}code.reply{white-space:pre-wrap;word-break:break-word}
+.nowrap{white-space:nowrap}
+.bar{display:flex;height:12px;min-width:160px;border-radius:3px;overflow:hidden;background:#eaeef2}
+.bar span{display:block;height:100%}.bar .s-delivered{background:#2da44e}.bar .s-dead{background:#cf222e}.bar .s-cancelled{background:#8c959f}
+.legend span{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:middle}
+.legend .s-delivered{background:#2da44e}.legend .s-dead{background:#cf222e}.legend .s-cancelled{background:#8c959f}.legend .s-remaining{background:#eaeef2;border:1px solid #d0d7de}
+.actions.stack{flex-direction:column;align-items:flex-start;gap:4px}
+#group-progress th,#group-progress td{padding:6px 5px}#group-progress th{font-size:11px;letter-spacing:0}#group-progress input[type=text]{width:90px}#group-progress .bar{min-width:110px}
+#messages th,#messages td{padding:6px 5px}#messages button{white-space:nowrap}#messages code{font-size:12px}
+form.filters{display:flex;gap:8px;flex-wrap:wrap;align-items:center}code.reply{white-space:pre-wrap;word-break:break-word}
 "#;
 
 /// Refreshes `#live` every 2 s from the same URL with `live=1`, unless a field in it has
@@ -97,7 +105,9 @@ fetch(u,{credentials:'same-origin'}).then(function(r){return r.ok?r.text():null}
 pub(crate) enum Nav {
     Overview,
     Dead,
+    DeadGroups,
     Groups,
+    Messages,
 }
 
 /// A whole page: header, flash messages, the live part (refreshed by the script) and
@@ -125,7 +135,9 @@ pub(crate) fn page(
                     a.brand href=(ctx.home()) { "outbox admin" }
                     a class=(on(Nav::Overview)) href=(ctx.home()) { "Overview" }
                     a class=(on(Nav::Dead)) href=(ctx.url("/dead")) { "Dead letters" }
-                    a class=(on(Nav::Groups)) href=(ctx.url("/dead/groups")) { "Dead letters by error" }
+                    a class=(on(Nav::DeadGroups)) href=(ctx.url("/dead/groups")) { "Dead letters by error" }
+                    a class=(on(Nav::Groups)) href=(ctx.url("/groups")) { "Groups" }
+                    a class=(on(Nav::Messages)) href=(ctx.url("/messages")) { "Messages" }
                 }
                 main {
                     h1 { (title) }

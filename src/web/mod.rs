@@ -20,8 +20,8 @@
 //!
 //! # Pages
 //!
-//! * overview (`/`): per type pending, scheduled, running, retrying and dead counts and
-//!   the age of the oldest due message; paused types with their reason; rate buckets with
+//! * overview (`/`): per type pending, scheduled, running, retrying, paused (held by a
+//!   paused type or group) and dead counts and the age of the oldest due message; paused types with their reason; rate buckets with
 //!   their tokens, capacity and rate; deliveries over the last hour as a bar chart. Forms
 //!   pause a type and change a bucket's rate;
 //! * a type (`/types/{type}`): its counts, chart, pause / resume, its newest dead letters
@@ -33,7 +33,18 @@
 //!   error's first line with numbers and ids replaced), with requeue / purge per group;
 //! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; an
 //!   `outbox.email` message (with feature `smtp`) also shows its headers, Message-ID, text
-//!   body and HTML body (in a sandboxed frame).
+//!   body and HTML body (in a sandboxed frame);
+//! * groups (`/groups`): every group (campaign) with a progress bar (delivered, dead,
+//!   cancelled and remaining of its total), its counts per state, delivery rate, ETA and
+//!   pause, with pause / resume / cancel per group (cancel asks for a tick);
+//! * a group (`/groups/{name}`): the same figures, refreshed, its actions and a link to
+//!   its queued messages;
+//! * messages (`/messages`): the queued messages filtered by type, group, state, key
+//!   prefix and error text, a page at a time by id (the "next page" link carries the last
+//!   id shown, never an offset), with retry now / cancel per row and, for the whole
+//!   filter, with a tick;
+//! * a message (`/messages/{id}`): its state, attempts, due time, lease owner, attempt
+//!   log and payload, with retry now / cancel.
 //!
 //! Every page works without JavaScript; where it runs, the counts refresh every 2 seconds
 //! by fetching the page's live part (`?live=1`).
@@ -87,6 +98,7 @@ mod csrf;
 mod email;
 mod headers;
 mod layout;
+mod live_pages;
 mod pages;
 mod sampler;
 mod signature;
@@ -235,6 +247,26 @@ impl<B: Backend> WebAdmin<B> {
             .route("/dead/{id}", get(pages::dead_show::<B>))
             .route("/dead/{id}/requeue", post(pages::dead_requeue::<B>))
             .route("/dead/{id}/purge", post(pages::dead_purge::<B>))
+            .route("/groups", get(live_pages::groups_list::<B>))
+            .route("/groups/{name}", get(live_pages::group_page::<B>))
+            .route("/groups/{name}/pause", post(live_pages::group_pause::<B>))
+            .route("/groups/{name}/resume", post(live_pages::group_resume::<B>))
+            .route("/groups/{name}/cancel", post(live_pages::group_cancel::<B>))
+            .route("/messages", get(live_pages::messages_list::<B>))
+            .route(
+                "/messages/retry",
+                post(live_pages::messages_bulk_retry::<B>),
+            )
+            .route(
+                "/messages/cancel",
+                post(live_pages::messages_bulk_cancel::<B>),
+            )
+            .route("/messages/{id}", get(live_pages::message_show::<B>))
+            .route("/messages/{id}/retry", post(live_pages::message_retry::<B>))
+            .route(
+                "/messages/{id}/cancel",
+                post(live_pages::message_cancel::<B>),
+            )
             .fallback(pages::not_found)
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&state),

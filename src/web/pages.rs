@@ -36,7 +36,7 @@ pub(crate) struct State<B> {
     pub(crate) secure_cookies: bool,
 }
 
-type St<B> = AxumState<Arc<State<B>>>;
+pub(super) type St<B> = AxumState<Arc<State<B>>>;
 
 /// Dead letters per page of the list.
 const PAGE_SIZE: u32 = 25;
@@ -46,7 +46,7 @@ const GROUP_SCAN: u64 = 10_000;
 const MAX_FORM: usize = 64 * 1024;
 
 /// A failure shown as a page.
-pub(crate) struct WebError(StatusCode, String);
+pub(crate) struct WebError(pub(super) StatusCode, pub(super) String);
 
 impl From<crate::Error> for WebError {
     fn from(e: crate::Error) -> Self {
@@ -72,7 +72,7 @@ impl IntoResponse for WebError {
     }
 }
 
-type PageResult = Result<Response, WebError>;
+pub(super) type PageResult = Result<Response, WebError>;
 
 /// Runs before every handler: starts the sampler, works out the mount path, gives the
 /// browser its CSRF cookie, refuses a POST whose token does not match it, and refuses a
@@ -194,12 +194,12 @@ fn mount_path(request: &Request) -> String {
 }
 
 /// A path segment, percent-encoded.
-fn seg(s: &str) -> String {
+pub(super) fn seg(s: &str) -> String {
     utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
 }
 
 /// A query value, form-encoded.
-fn q(s: &str) -> String {
+pub(super) fn q(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
@@ -210,7 +210,7 @@ pub(crate) struct Live {
 }
 
 /// Renders the whole page, or only its live part for the refresh script.
-fn respond(
+pub(super) fn respond(
     ctx: &Ctx,
     nav: Option<Nav>,
     title: &str,
@@ -267,7 +267,7 @@ fn counts_table(
             table #counts {
                 thead { tr {
                     th { "Type" } th.n { "Pending" } th.n { "Scheduled" } th.n { "Running" }
-                    th.n { "Retrying" } th.n { "Dead" } th.n { "Oldest due" } th { "State" }
+                    th.n { "Retrying" } th.n title="Queued, held by a paused type or group" { "Paused" } th.n { "Dead" } th.n { "Oldest due" } th { "State" }
                 } }
                 tbody {
                     @for c in rows {
@@ -277,6 +277,7 @@ fn counts_table(
                             td.n data-col="scheduled" { (c.scheduled) }
                             td.n data-col="running" { (c.running) }
                             td.n data-col="retrying" { (c.retrying) }
+                            td.n data-col="paused" { (c.paused) }
                             td.n data-col="dead" {
                                 @if c.dead > 0 {
                                     a.dead href=(ctx.url(&format!("/dead?type={}", q(&c.type_tag)))) { (c.dead) }
@@ -528,7 +529,7 @@ fn bulk_forms(ctx: &Ctx, type_tag: Option<&str>, n: u64, back: &str) -> Markup {
     }
 }
 
-fn first_line(s: &str) -> &str {
+pub(super) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
@@ -735,7 +736,7 @@ pub(crate) async fn dead_groups<B: Backend>(
     };
     Ok(page(
         &ctx,
-        Some(Nav::Groups),
+        Some(Nav::DeadGroups),
         "Dead letters by error",
         &flash,
         html! {},
@@ -851,12 +852,12 @@ pub(crate) async fn dead_show<B: Backend>(
 #[derive(Deserialize)]
 pub(crate) struct Back {
     #[serde(default)]
-    back: String,
+    pub(super) back: String,
 }
 
 /// Back to the page the form was on, with the outcome to show (signed for this browser:
 /// the page shows no banner text that this admin did not write).
-fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
+pub(super) fn done(ctx: &Ctx, back: &str, outcome: Result<String, String>) -> Response {
     // Only a path under the mount point: never another site ([`prepare`] refused others).
     let back = if back_ok(back) && !back.is_empty() {
         back
