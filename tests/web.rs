@@ -680,6 +680,32 @@ async fn a_post_without_a_valid_csrf_token_is_refused() {
     }
     assert!(Admin::new(db.backend()).paused().await.unwrap().is_empty());
 
+    // The groups' and messages' actions are guarded the same way.
+    enqueue_group_notes(&db, "spring", "spring-", 0..2).await;
+    for action in [
+        "/groups/spring/pause",
+        "/groups/spring/cancel",
+        "/messages/cancel",
+        "/messages/retry",
+    ] {
+        let r = http
+            .post(format!("{url}{action}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookie.clone())
+            .body("csrf=AAAA&back=%2F&confirm=yes")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{action}");
+    }
+    let g = Admin::new(db.backend())
+        .groups()
+        .show("spring")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((g.pending, g.is_paused()), (2, false), "nothing changed");
+
     let r = post(Some(&cookie), form(&token)).await.unwrap();
     assert_eq!(r.status(), 303);
     let paused = Admin::new(db.backend()).paused().await.unwrap();
@@ -1653,7 +1679,10 @@ async fn live_messages_are_filtered_paged_retried_and_cancelled() {
         .await
         .unwrap();
     b.click(&format!("{retry} button")).await;
-    assert_eq!(b.text(".flash").await, "Made 3 messages scheduled due now.");
+    assert_eq!(
+        b.text(".flash").await,
+        "Made 3 messages in state scheduled due now."
+    );
     assert_eq!(admin.messages().count(&scheduled).await.unwrap(), 0);
 
     // Cancel one row, then the rest of the filter (with the tick).

@@ -134,19 +134,20 @@ impl<B: Backend> Ctx<B> {
 
     async fn group_pause(&self, name: &str, reason: &str) -> Result<()> {
         let groups = self.admin.groups();
-        if groups.show(name).await?.is_none() {
-            eprintln!(
-                "note: no group `{name}` is known yet; pausing it anyway, so its messages wait \
-                 once enqueued (check the spelling with {})",
-                self.hints.cmd("groups")
-            );
-        }
+        let known = groups.show(name).await?.is_some();
         groups.pause(name, reason).await.map_err(|e| match e {
             crate::Error::Config(why) => {
                 Failure::Message(format!("`{name}` cannot be a group name: {why}"))
             }
             other => Failure::Db(other),
         })?;
+        if !known {
+            eprintln!(
+                "note: no group `{name}` was known yet; paused anyway, so its messages wait \
+                 once enqueued (check the spelling with {})",
+                self.hints.cmd("groups")
+            );
+        }
         if self.json {
             print_json(&json!({ "paused": name, "reason": reason }));
         } else {

@@ -24,6 +24,11 @@ const PAGE_SIZE: u32 = 50;
 /// The reason a group paused from the admin gets when none is given.
 const DEFAULT_REASON: &str = "paused from the web admin";
 
+/// `1 message`, `2 messages`.
+fn messages(n: u64) -> String {
+    format!("{n} message{}", if n == 1 { "" } else { "s" })
+}
+
 /// The share of `part` in `total`, in percent (for a bar's width).
 fn share(part: u64, total: u64) -> f64 {
     if total == 0 {
@@ -324,7 +329,7 @@ pub(crate) async fn group_cancel<B: Backend>(
     Ok(done(
         &ctx,
         &form.back,
-        Ok(format!("Cancelled {n} messages of group {name}.")),
+        Ok(format!("Cancelled {} of group {name}.", messages(n))),
     ))
 }
 
@@ -557,7 +562,7 @@ fn matching(filter: &LiveFilter) -> String {
         parts.push(format!("in group {g}"));
     }
     if let Some(s) = filter.state {
-        parts.push(s.as_str().to_owned());
+        parts.push(format!("in state {}", s.as_str()));
     }
     if let Some(k) = &filter.key_prefix {
         parts.push(format!("with a key starting \"{k}\""));
@@ -590,7 +595,11 @@ pub(crate) async fn messages_bulk_retry<B: Backend>(
         Err(why) => Err(why),
         Ok(filter) => {
             let n = state.admin.messages().retry_now_where(&filter).await?;
-            Ok(format!("Made {n} messages{} due now.", matching(&filter)))
+            Ok(format!(
+                "Made {}{} due now.",
+                messages(n),
+                matching(&filter)
+            ))
         }
     };
     Ok(done(&ctx, &form.back, outcome))
@@ -606,7 +615,7 @@ pub(crate) async fn messages_bulk_cancel<B: Backend>(
         Err(why) => Err(why),
         Ok(filter) => {
             let n = state.admin.messages().cancel_where(&filter).await?;
-            Ok(format!("Cancelled {n} messages{}.", matching(&filter)))
+            Ok(format!("Cancelled {}{}.", messages(n), matching(&filter)))
         }
     };
     Ok(done(&ctx, &form.back, outcome))

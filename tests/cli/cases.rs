@@ -821,6 +821,19 @@ pub async fn groups_pause_resume_and_cancel<H: Harness>() {
         .collect();
     assert_eq!(cells[5], g.paused.to_string(), "{human}");
 
+    // A group nobody has enqueued into yet can be paused, with a note on stderr.
+    let r = outbox(&url, &["group", "pause", "winter"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("note: no group `winter` was known yet; paused anyway"),
+        "{r:?}"
+    );
+    outbox(&url, &["group", "resume", "winter"]).succeeded();
+    outbox(&url, &["group", "pause", "bad\tname"]).failed_with(
+        "`bad\tname` cannot be a group name: the group name contains control characters",
+    );
+
     outbox(&url, &["group", "resume", "spring"]).succeeded();
     outbox(&url, &["group", "resume", "spring"])
         .failed_with("group `spring` is not paused; paused groups: none");
