@@ -1747,3 +1747,83 @@ async fn live_messages_are_filtered_paged_retried_and_cancelled() {
         .contains("There is no state \"stuck\""));
     b.client.clone().close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_message_shows_its_lease_and_no_actions() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let mut conn = db.pool.acquire().await.unwrap();
+    let id = Counted { n: 1 }
+        .enqueue_with(&mut *conn, EnqueueOptions::new().group("slow"))
+        .await
+        .unwrap()
+        .id()
+        .clone();
+    drop(conn);
+    let release = Arc::new(tokio::sync::Notify::new());
+    let outbox = Outbox::with_state(db.backend(), Arc::clone(&release))
+        .register_with::<Counted, _>(
+            |_m: Counted, ctx: MessageContext<Arc<tokio::sync::Notify>>| async move {
+                ctx.state().notified().await;
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new(),
+        );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(async move {
+        outbox
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let admin = Admin::new(db.backend());
+    let running = LiveFilter::all().state(outbox::LiveState::Running);
+    assert!(
+        common::eventually(Duration::from_secs(10), || async {
+            admin.messages().count(&running).await.unwrap() == 1
+        })
+        .await,
+        "the worker claims the message"
+    );
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    b.client
+        .goto(&format!("{url}/messages/{id}"))
+        .await
+        .unwrap();
+    assert_eq!(b.text("#message dd[data-col=state]").await, "running");
+    let owner = b.text("#message dd[data-col=lease-owner]").await;
+    assert!(!owner.is_empty() && !owner.starts_with("none"), "{owner}");
+    assert!(
+        b.client
+            .find_all(Locator::Css(
+                "form[action$='/retry'], form[action$='/cancel']"
+            ))
+            .await
+            .unwrap()
+            .is_empty(),
+        "no retry or cancel for a running message"
+    );
+    b.client.goto(&format!("{url}/messages")).await.unwrap();
+    assert_eq!(
+        b.text(&format!(r#"tr[data-id="{id}"] td[data-col="state"]"#))
+            .await,
+        "running"
+    );
+    assert_eq!(
+        b.text(&format!(r#"tr[data-id="{id}"] .actions"#)).await,
+        "running"
+    );
+    release.notify_one();
+    assert!(
+        common::eventually(Duration::from_secs(10), || async {
+            admin.messages().count(&LiveFilter::all()).await.unwrap() == 0
+        })
+        .await,
+        "delivered once released"
+    );
+    let _ = stop.send(());
+    worker.await.unwrap().unwrap();
+    b.client.clone().close().await.unwrap();
+}

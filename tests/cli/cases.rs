@@ -1110,3 +1110,101 @@ pub async fn live_messages_list_show_retry_and_cancel<H: Harness>() {
         "dead letters are not live messages"
     );
 }
+
+/// A type whose handler waits until the test lets it finish.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.slow")]
+pub struct Slow {
+    pub n: i64,
+}
+
+pub async fn a_running_message_is_left_alone<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let mut conn = h.pool().acquire().await.unwrap();
+    let id = Slow { n: 1 }
+        .enqueue_with(&mut *conn, EnqueueOptions::new().group("slow"))
+        .await
+        .unwrap()
+        .id()
+        .to_string();
+    drop(conn);
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let worker = Outbox::with_state(h.backend(), std::sync::Arc::clone(&release))
+        .register_with::<Slow, _>(
+            |_m: Slow, ctx: MessageContext<std::sync::Arc<tokio::sync::Notify>>| async move {
+                ctx.state().notified().await;
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new(),
+        );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(async move {
+        worker
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let admin = outbox::Admin::new(h.backend());
+    let state_running = outbox::LiveFilter::all().state(outbox::LiveState::Running);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while admin.messages().count(&state_running).await.unwrap() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker claims the message"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let shown = outbox(&url, &["messages", "show", &id])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(shown.contains("state:       running"), "{shown}");
+    assert!(shown.contains("lease owner: "), "{shown}");
+    assert!(shown.contains("lease until: "), "{shown}");
+    for action in ["retry", "cancel"] {
+        outbox(&url, &["messages", action, &id])
+            .failed_with(&format!("message {id} is running now"))
+            .failed_with("its worker finishes it");
+    }
+    let r = outbox(&url, &["messages", "cancel", "--group", "slow", "--yes"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        "cancelled 0 message(s)",
+        "a running one is left alone"
+    );
+    let r = outbox(&url, &["group", "cancel", "slow"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r,
+        "cancelled 0 message(s) of group `slow`\n1 running message(s) finish (a cancel does not stop them)\n"
+    );
+    assert_eq!(admin.messages().count(&state_running).await.unwrap(), 1);
+
+    release.notify_one();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while admin
+        .groups()
+        .show("slow")
+        .await
+        .unwrap()
+        .unwrap()
+        .delivered
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the running message is delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+}

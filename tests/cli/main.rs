@@ -43,6 +43,10 @@ macro_rules! cli_cases {
                 cases::live_messages_list_show_retry_and_cancel::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_running_message_is_left_alone() {
+                cases::a_running_message_is_left_alone::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_unmigrated_database_says_to_migrate() {
                 cases::an_unmigrated_database_says_to_migrate::<H>().await
             }
