@@ -399,7 +399,14 @@ impl<B: Backend> Ctx<B> {
                 )));
             }
             if n == 0 && !self.json {
-                println!("message {id} is already due; a worker starts it when one is free");
+                if d.message.state == LiveState::Paused {
+                    println!(
+                        "message {id} is already due but held: its type or its group is paused \
+                         (resume it to let the message start)"
+                    );
+                } else {
+                    println!("message {id} is already due; a worker starts it when one is free");
+                }
                 return Ok(());
             }
             n

@@ -802,6 +802,32 @@ pub async fn groups_pause_resume_and_cancel<H: Harness>() {
             .any(|l| l.starts_with("spring ") && l.ends_with("paused: copy typo")),
         "{human}"
     );
+    let held = admin
+        .messages()
+        .list(
+            // Enqueued due now (spring-14 is the scheduled one).
+            &outbox::LiveFilter::all()
+                .key_prefix("spring-10")
+                .state(outbox::LiveState::Paused),
+            None,
+            1,
+        )
+        .await
+        .unwrap()
+        .messages[0]
+        .id
+        .to_string();
+    let r = outbox(&url, &["messages", "retry", &held])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        format!(
+            "message {held} is already due but held: its type or its group is paused (resume \
+             it to let the message start)"
+        )
+    );
     // The status shows the held messages per type.
     let status = outbox(&url, &["status", "--json"]).succeeded().json();
     let later = type_status(&status, "cli.later");
@@ -1028,6 +1054,14 @@ pub async fn live_messages_list_show_retry_and_cancel<H: Harness>() {
         "made 1 message(s) due now (their attempts are kept)"
     );
     assert!(due(autumn.clone()).await <= std::time::SystemTime::now());
+    let r = outbox(&url, &["messages", "retry", &autumn])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        r.trim(),
+        format!("message {autumn} is already due; a worker starts it when one is free")
+    );
     let r = outbox(&url, &["messages", "retry", "--group", "spring"]);
     r.failed_with(
         "refusing to make the queued ones of 5 queued message(s) in group `spring` due now",
