@@ -195,9 +195,9 @@ pub async fn fifty_types_deliver_once_and_a_paused_type_waits<H: Harness>() {
         .find(|c| c.type_tag == paused)
         .expect("paused type counted");
     assert_eq!(
-        (held.pending, held.running),
-        (25, 0),
-        "the paused type's messages were never claimed"
+        (held.paused, held.pending, held.running),
+        (25, 0, 0),
+        "the paused type's messages were never claimed (and count as paused)"
     );
     let others: u64 = counts
         .iter()

@@ -2,6 +2,26 @@
 
 use std::{fmt, sync::Mutex, time::SystemTime};
 
+/// The bits a reserved block numbers (the last 10 characters of a ULID).
+const BLOCK_BITS: u32 = 50;
+
+/// The process's id source: the ULID generator, and the last id it gave out or reserved.
+struct Ids {
+    generator: ulid::Generator,
+    last: u128,
+}
+
+impl Ids {
+    fn new() -> Self {
+        Self {
+            generator: ulid::Generator::new(),
+            last: 0,
+        }
+    }
+}
+
+static IDS: Mutex<Option<Ids>> = Mutex::new(None);
+
 /// The id of a queued message: a ULID, unique across types, stable across retries, so a
 /// duplicate delivery after a crash can be recognised (an email's Message-ID derives
 /// from it). Ids made by one process increase strictly, also within a millisecond, so
@@ -10,31 +30,34 @@ use std::{fmt, sync::Mutex, time::SystemTime};
 pub struct MessageId(String);
 
 impl MessageId {
-    /// A fresh id for a message created now, greater than every id this process made.
+    /// A fresh id for a message created now, greater than every id this process made
+    /// (and than every block it reserved).
     pub(crate) fn generate() -> Self {
-        static GENERATOR: Mutex<Option<ulid::Generator>> = Mutex::new(None);
-        let mut generator = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
-        let generator = generator.get_or_insert_with(ulid::Generator::new);
+        let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let ids = ids.get_or_insert_with(Ids::new);
         // Overflow needs 2^80 ids in one millisecond; it then moves on to the next one.
-        let id = generator
+        let made = ids
+            .generator
             .generate()
-            .unwrap_or_else(|overflow| overflow.commit_overflow_increment());
-        Self(id.to_string())
+            .unwrap_or_else(|overflow| overflow.commit_overflow_increment())
+            .0;
+        let id = made.max(ids.last.saturating_add(1));
+        ids.last = id;
+        Self(ulid::Ulid(id).to_string())
     }
 
-    /// The first 16 characters of a block of 10^10 ids after every id this process made
-    /// (the last 10 characters of a ULID are its lowest 50 bits: written as 10 decimal
-    /// digits, valid base-32 characters, they number the block's ids in order). An
-    /// `INSERT … SELECT` names its rows with it.
+    /// The first 16 characters of a block of 10^10 ids after every id this process made,
+    /// which the ids it makes afterwards all follow (the last 10 characters of a ULID are
+    /// its lowest 50 bits: written as 10 decimal digits, valid base-32 characters, they
+    /// number the block's ids in order). An `INSERT … SELECT` names its rows with it.
     pub(crate) fn reserve_block() -> String {
-        let last = Self::generate();
-        let value = ulid::Ulid::from_string(last.as_str())
-            .map(|u| u.0)
-            .unwrap_or_default();
-        let block = ((value >> 50) + 1) << 50;
-        let mut id = ulid::Ulid(block).to_string();
-        id.truncate(16);
-        id
+        let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let ids = ids.get_or_insert_with(Ids::new);
+        let block = ((ids.last >> BLOCK_BITS) + 1) << BLOCK_BITS;
+        ids.last = block | ((1 << BLOCK_BITS) - 1);
+        let mut prefix = ulid::Ulid(block).to_string();
+        prefix.truncate(16);
+        prefix
     }
 
     /// Wraps an id read back from the database.
@@ -77,7 +100,12 @@ mod tests {
         }
         assert!(first < format!("{prefix}0000000002") && format!("{prefix}0000000010") < last);
         let next = MessageId::reserve_block();
-        assert!(next > prefix, "blocks do not overlap");
+        assert!(next > prefix, "blocks do not overlap: {prefix} then {next}");
+        let after = MessageId::generate();
+        assert!(
+            after.as_str() > format!("{next}9999999999").as_str(),
+            "later ids follow the block"
+        );
     }
 
     #[test]
