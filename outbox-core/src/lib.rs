@@ -43,7 +43,7 @@ pub use message::{
     validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage,
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
-pub use outbox::{shutdown_signal, DrainReport, Outbox, QueueOptions};
+pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
 pub use store::Retention;
 pub use transaction::{
     retry_transaction, retry_transaction_with, RetryableError, TransactionRetry,

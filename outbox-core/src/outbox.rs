@@ -13,7 +13,7 @@ mod settings;
 
 use std::{sync::Arc, time::Duration};
 
-pub use drain::DrainReport;
+pub use drain::{DrainOptions, DrainReport};
 pub use run::shutdown_signal;
 pub use settings::QueueOptions;
 

@@ -57,10 +57,20 @@ pub enum Action {
     Work,
     /// Deliver every message that is due now, then exit (the cron entry point); the exit
     /// code is 3 if an attempt failed or a message was given up.
-    Drain,
+    Drain(DrainArgs),
     /// An admin command on the application's database.
     #[command(flatten)]
     Admin(AdminCommand),
+}
+
+/// Options of `drain`.
+#[derive(Debug, Clone, Args)]
+pub struct DrainArgs {
+    /// Stop as soon as what is left waits only for rate-limit tokens or its due time:
+    /// send what the limits allow now and exit (a minutely cron under a slow limit; runs
+    /// that overlap share the limit and never exceed it).
+    #[arg(long)]
+    pub while_tokens: bool,
 }
 
 /// The standalone `outbox` binary: the admin commands on the database at a URL, without

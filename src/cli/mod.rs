@@ -23,9 +23,9 @@ use std::process::ExitCode;
 
 pub use args::{
     Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
-    DeadShowArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs, MessageFilterArgs,
-    MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesListArgs, PauseArgs,
-    RateLimitArgs, ResumeArgs, Standalone, StatusArgs,
+    DeadShowArgs, DrainArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs,
+    MessageFilterArgs, MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesListArgs,
+    PauseArgs, RateLimitArgs, ResumeArgs, Standalone, StatusArgs,
 };
 /// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
 pub use clap;
@@ -34,7 +34,7 @@ use exec::Ctx;
 use failure::{Failure, Hints};
 use serde_json::json;
 
-use crate::{backend::Backend, Admin, Outbox};
+use crate::{backend::Backend, Admin, DrainOptions, Outbox};
 
 /// How a command ended; the process's exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Command {
                 .await
                 .map(|()| Outcome::Done)
                 .map_err(Failure::from),
-            Action::Drain => drain(outbox, self.json).await,
+            Action::Drain(args) => drain(outbox, args, self.json).await,
             Action::Admin(command) => Ctx {
                 backend: outbox.backend().clone(),
                 admin: outbox.admin(),
@@ -186,9 +186,14 @@ fn not_built(feature: &str) -> Failure {
 /// `drain`: delivers what is due, reports, and says in the outcome whether anything failed.
 async fn drain<B: Backend, S: Send + Sync + 'static>(
     outbox: &Outbox<B, S>,
+    args: &DrainArgs,
     json: bool,
 ) -> Result<Outcome, Failure> {
-    let report = outbox.drain().await?;
+    let options = match args.while_tokens {
+        true => DrainOptions::until_limited(),
+        false => DrainOptions::new(),
+    };
+    let report = outbox.drain_with(options).await?;
     let c = &report.counts;
     if json {
         let unregistered: Vec<_> = report

@@ -117,4 +117,34 @@ pub async fn drain_exit_code_and_work<H: Harness>() {
         5,
         "work delivered within 30 s"
     );
+
+    // `drain --while-tokens` under 60 per hour (burst 2): sends the two tokens' worth and
+    // exits, leaving the rest queued for the next run.
+    let limited = Outbox::with_state(h.backend(), Arc::clone(&delivered))
+        .rate_limit("cli.cron", outbox::RateLimit::per_hour(60.0).burst(2))
+        .register_with::<Mail, _>(
+            |_: Mail, ctx: MessageContext<Arc<AtomicUsize>>| async move {
+                ctx.state().fetch_add(1, Ordering::SeqCst);
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new().rate_limit("cli.cron"),
+        );
+    enqueue(&h, 10..=14).await;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        parse(&["outbox", "drain", "--while-tokens"])
+            .run(&limited)
+            .await,
+        Outcome::Done
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        delivered.load(Ordering::SeqCst),
+        7,
+        "two more, the bucket's burst"
+    );
+    assert!(took < Duration::from_secs(2), "exited after {took:?}");
+    let left = Admin::new(h.backend()).status_counts().await.unwrap();
+    let mail = left.iter().find(|c| c.type_tag == "cli.mail").unwrap();
+    assert_eq!(mail.pending, 3, "{left:?}");
 }

@@ -30,7 +30,7 @@ struct OldMail {
 
 /// Handler calls, in order.
 #[derive(Default)]
-pub struct Calls(Mutex<Vec<(i64, Instant)>>);
+pub struct Calls(pub Mutex<Vec<(i64, Instant)>>);
 
 impl Calls {
     pub fn record(&self, n: i64) -> usize {
@@ -52,9 +52,9 @@ impl Calls {
     }
 }
 
-type Ctx = MessageContext<Arc<Calls>>;
+pub type Ctx = MessageContext<Arc<Calls>>;
 
-async fn ok(m: Mail, ctx: Ctx) -> Result<(), HandlerError> {
+pub async fn ok(m: Mail, ctx: Ctx) -> Result<(), HandlerError> {
     ctx.state().record(m.n);
     Ok(())
 }

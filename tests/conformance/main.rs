@@ -7,6 +7,7 @@
 #[path = "../common/captured.rs"]
 mod captured;
 mod cases;
+mod cron;
 mod failed_enqueue;
 mod fan_out;
 mod groups;
@@ -21,7 +22,9 @@ macro_rules! conformance {
     ($backend:ident, $harness:ty, $feature:literal) => {
         #[cfg(feature = $feature)]
         mod $backend {
-            use super::{cases, failed_enqueue, fan_out, groups, harness, many_types, processes};
+            use super::{
+                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, processes,
+            };
             type H = $harness;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,6 +162,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn three_processes_deliver_each_exactly_once() {
                 processes::three_processes_deliver_each_exactly_once::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_limited_drain_sends_what_the_limit_allows() {
+                cron::a_limited_drain_sends_what_the_limit_allows::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn two_processes_steer_a_group() {

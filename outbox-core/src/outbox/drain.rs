@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{groups, Outbox};
+use super::{groups, run::Start, Outbox};
 use crate::{
     counters::DeliveryCounts,
     error::Error,
@@ -25,9 +25,40 @@ pub struct DrainReport {
     pub elapsed: Duration,
 }
 
+/// How far a [`Outbox::drain_with`] goes.
+///
+/// ```
+/// # use outbox_core::DrainOptions;
+/// let cron = DrainOptions::until_limited(); // send what the rate limits allow now, then exit
+/// # let _ = cron;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrainOptions {
+    limited: bool,
+}
+
+impl DrainOptions {
+    /// Until nothing is due (what [`Outbox::drain`] does): a type whose bucket gives a
+    /// token within its `max_inline_wait` is waited for.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Until the work left waits only for rate-limit tokens or for its due time: a message
+    /// whose bucket has no token now goes back in line (keeping its place) and the drain
+    /// ends as soon as nothing else is due. For a cron entry point under a slow limit
+    /// ("at most 60 mails per hour"): each run sends what the limit allows and exits within
+    /// about a second. Overlapping runs are safe: the buckets are shared through the
+    /// database, so together they never exceed the limit, and each message is claimed by
+    /// one of them.
+    pub fn until_limited() -> Self {
+        Self { limited: true }
+    }
+}
+
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// Delivers every message of the registered types that is due now, then stops the
-    /// workers and returns. A failed attempt's retry is due later (its schedule), so it
+    /// workers and returns (a [`DrainOptions::new`] drain). A failed attempt's retry is due later (its schedule), so it
     /// waits for the next drain.
     ///
     /// Messages scheduled for later (delayed, retries not yet due) stay queued for the
@@ -36,15 +67,26 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// no message of a registered, unpaused type is due and none is held by this drain's
     /// workers, not counting types whose bucket is empty for that long.
     pub async fn drain(&self) -> Result<DrainReport, Error> {
+        self.drain_with(DrainOptions::new()).await
+    }
+
+    /// Delivers what `options` say: everything due ([`DrainOptions::new`], as
+    /// [`Outbox::drain`]), or what the rate limits allow now
+    /// ([`DrainOptions::until_limited`]); then stops the workers and returns.
+    pub async fn drain_with(&self, options: DrainOptions) -> Result<DrainReport, Error> {
         let started = Instant::now();
         let before = self.counters.snapshot();
         let registered = self.prepare().await?;
         let unregistered = self.handle_unregistered(&registered).await?;
-        let running = self.start().await;
+        let how = match options.limited {
+            true => Start::DrainWhileTokens,
+            false => Start::Drain,
+        };
+        let running = self.start(how).await;
         let outcome = async {
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
-                let waiting = self.types_waiting_for_tokens().await?;
+                let waiting = self.types_waiting_for_tokens(options.limited).await?;
                 let types: Vec<&'static str> = registered
                     .iter()
                     .copied()
@@ -76,9 +118,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 }
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
-    /// Types whose rate bucket will not grant a token within their inline wait: a drain
-    /// does not wait for them.
-    async fn types_waiting_for_tokens(&self) -> Result<Vec<&'static str>, Error> {
+    /// Types whose rate bucket will not grant a token within their inline wait (with
+    /// `limited`: has no token now): a drain does not wait for them.
+    async fn types_waiting_for_tokens(&self, limited: bool) -> Result<Vec<&'static str>, Error> {
         let mut waiting = Vec::new();
         for r in &self.registrations {
             let Some(bucket) = r.options.bucket() else {
@@ -89,7 +131,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 .bucket(bucket, self.clock.database_now())
                 .await?
             {
-                if state.wait_for_token() > r.options.inline_wait() {
+                let patience = match limited {
+                    true => Duration::ZERO,
+                    false => r.options.inline_wait(),
+                };
+                if state.wait_for_token() > patience {
                     waiting.push(r.queue);
                 }
             }

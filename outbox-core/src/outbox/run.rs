@@ -22,6 +22,18 @@ use crate::{
     },
 };
 
+/// What the workers are started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Start {
+    /// The daemon.
+    Run,
+    /// A drain until nothing is due.
+    Drain,
+    /// A drain while tokens last: a message whose bucket has no token goes back in line at
+    /// once instead of waiting for one.
+    DrainWhileTokens,
+}
+
 /// Workers started by [`Outbox::start`], and how to stop them.
 pub(super) struct Running<B: Backend> {
     /// Names of this start's workers (fresh for every start, so they never collide).
@@ -54,7 +66,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     pub async fn run_until<F: Future<Output = ()>>(&self, signal: F) -> Result<(), Error> {
         let registered = self.prepare().await?;
         self.handle_unregistered(&registered).await?;
-        let running = self.start().await;
+        let running = self.start(Start::Run).await;
         let watch_unregistered = async {
             loop {
                 tokio::time::sleep(Duration::from_secs(60)).await;
@@ -139,7 +151,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// Starts one supervised worker per registered type, the process's due probe and
     /// heartbeat, and the pause watcher.
-    pub(super) async fn start(&self) -> Running<B> {
+    pub(super) async fn start(&self, how: Start) -> Running<B> {
         let names = WorkerNames::new();
         let hub = Hub::new();
         let (stop, stopped) = watch::channel(false);
@@ -180,7 +192,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                             bucket,
                             Arc::new(self.backend.clone()),
                             Arc::clone(&self.clock),
-                            r.options.inline_wait(),
+                            match how {
+                                // Nothing waits for a token: no token, back in line.
+                                Start::DrainWhileTokens => Duration::ZERO,
+                                Start::Run | Start::Drain => r.options.inline_wait(),
+                            },
                         )
                     }),
                 );

@@ -16,6 +16,9 @@ pub struct RateLimitLayer {
     pub(super) max_inline_wait: Duration,
     /// The type whose messages take the tokens, for the wait metric.
     type_tag: &'static str,
+    /// One message at a time asks for a token, in the order the worker started them
+    /// (claim order): the oldest gets the next token (a fair lock queues in call order).
+    pub(super) turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl RateLimitLayer {
@@ -36,6 +39,7 @@ impl RateLimitLayer {
             clock,
             max_inline_wait,
             type_tag,
+            turn: Arc::default(),
         }
     }
 

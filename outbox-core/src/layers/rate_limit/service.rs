@@ -88,64 +88,80 @@ where
         let layer = self.layer.clone();
         let hold_until = Arc::clone(&self.hold_until);
         Box::pin(async move {
-            loop {
-                let defer = |wait: Duration, reason: String| -> BoxError {
-                    Box::new(Deferred {
-                        until: Some(Due::After(wait)),
-                        reason,
-                    })
-                };
-                match layer
-                    .store
-                    .take_token(&layer.bucket, layer.clock.database_now())
-                    .await
-                {
-                    Ok(TokenGrant::Granted) => {
-                        // The bucket's own clock at the grant: what the bound is about.
-                        tracing::trace!(
-                            target: GRANT_EVENT_TARGET,
-                            bucket = %layer.bucket,
-                            granted_at = unix_secs_f64(layer.clock.now()),
-                            "rate token granted"
-                        );
-                        return inner.call(req).await;
-                    }
-                    Ok(TokenGrant::Wait(wait)) if wait <= layer.max_inline_wait => {
-                        layer.count_wait();
-                        tokio::time::sleep(wait).await
-                    }
-                    Ok(TokenGrant::Wait(wait)) => {
-                        layer.count_wait();
-                        *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(Instant::now() + wait.min(MAX_HOLD));
-                        // Back unchanged, keeping its place in line; the hold stops this
-                        // worker from starting more until a token is near.
-                        return Err(Box::new(Deferred {
-                            until: None,
-                            reason: format!(
-                                "rate bucket `{}` has no token for {wait:?}",
-                                layer.bucket
-                            ),
-                        }) as BoxError);
-                    }
-                    Ok(TokenGrant::NoSuchBucket) => {
-                        tracing::error!(
-                            bucket = %layer.bucket,
-                            "rate bucket does not exist; create it with Outbox::rate_limit or Admin::set_rate_limit"
-                        );
-                        return Err(defer(
-                            MISSING_BUCKET_DEFER,
-                            format!("rate bucket `{}` does not exist", layer.bucket),
-                        ));
-                    }
-                    Err(e) => {
-                        return Err(defer(
-                            STORE_ERROR_DEFER,
-                            format!("cannot take a token from `{}`: {e}", layer.bucket),
-                        ))
-                    }
-                }
+            // The oldest message asks first: messages take their turn in the order the
+            // worker started them (claim order), so tokens go out oldest-first.
+            let token = {
+                let _turn = layer.turn.lock().await;
+                take_token(&layer, &hold_until).await
+            };
+            match token {
+                Ok(()) => inner.call(req).await,
+                Err(deferred) => Err(deferred),
             }
         })
+    }
+}
+
+/// Takes a token from the layer's bucket: `Ok` once granted (waiting for it when it is due
+/// within the inline wait), else the deferral to return (and the worker held until a token
+/// is near).
+async fn take_token(
+    layer: &RateLimitLayer,
+    hold_until: &Mutex<Option<Instant>>,
+) -> Result<(), BoxError> {
+    loop {
+        let defer = |wait: Duration, reason: String| -> BoxError {
+            Box::new(Deferred {
+                until: Some(Due::After(wait)),
+                reason,
+            })
+        };
+        match layer
+            .store
+            .take_token(&layer.bucket, layer.clock.database_now())
+            .await
+        {
+            Ok(TokenGrant::Granted) => {
+                // The bucket's own clock at the grant: what the bound is about.
+                tracing::trace!(
+                    target: GRANT_EVENT_TARGET,
+                    bucket = %layer.bucket,
+                    granted_at = unix_secs_f64(layer.clock.now()),
+                    "rate token granted"
+                );
+                return Ok(());
+            }
+            Ok(TokenGrant::Wait(wait)) if wait <= layer.max_inline_wait => {
+                layer.count_wait();
+                tokio::time::sleep(wait).await
+            }
+            Ok(TokenGrant::Wait(wait)) => {
+                layer.count_wait();
+                *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Instant::now() + wait.min(MAX_HOLD));
+                // Back unchanged, keeping its place in line; the hold stops this
+                // worker from starting more until a token is near.
+                return Err(Box::new(Deferred {
+                    until: None,
+                    reason: format!("rate bucket `{}` has no token for {wait:?}", layer.bucket),
+                }) as BoxError);
+            }
+            Ok(TokenGrant::NoSuchBucket) => {
+                tracing::error!(
+                    bucket = %layer.bucket,
+                    "rate bucket does not exist; create it with Outbox::rate_limit or Admin::set_rate_limit"
+                );
+                return Err(defer(
+                    MISSING_BUCKET_DEFER,
+                    format!("rate bucket `{}` does not exist", layer.bucket),
+                ));
+            }
+            Err(e) => {
+                return Err(defer(
+                    STORE_ERROR_DEFER,
+                    format!("cannot take a token from `{}`: {e}", layer.bucket),
+                ))
+            }
+        }
     }
 }
