@@ -1448,3 +1448,61 @@ pub async fn a_fenced_off_workers_results_count_nothing<H: Harness>() {
     assert_eq!(named, 20, "{refused:?}");
     assert!(refused.iter().all(|l| l.contains("WARN")), "{refused:?}");
 }
+
+/// A statement of a pool the outbox opened that takes longer than a second (here: one
+/// that waits for another connection's lock, or sleeps) is logged at DEBUG, never as
+/// sqlx's slow-statement WARN. Run in a child process whose global subscriber logs at DEBUG
+/// (SQLite runs its statements on a thread of its own).
+pub async fn a_slow_statement_of_an_outbox_pool_is_no_warning<H: Harness>() {
+    let h = H::new().await;
+    let out = super::processes::run_child(H::NAME, "slow-statement", &h.url());
+    assert!(out.status.success(), "the child failed: {}", out.logs);
+    assert!(
+        out.logs.contains("slow statement"),
+        "the slow statement is logged at DEBUG: {}",
+        out.logs
+    );
+    assert!(
+        !out.logs.lines().any(|l| l.contains(" WARN ")),
+        "no WARN for the outbox's own pool: {}",
+        out.logs
+    );
+}
+
+/// The child of [`a_slow_statement_of_an_outbox_pool_is_no_warning`]: one statement of
+/// more than a second through a pool from the backend's `connect`.
+pub async fn slow_statement_child<H: Harness>(url: &str) {
+    let slow = match H::NAME {
+        "postgres" => {
+            let pool = outbox::postgres::connect(url).await.unwrap();
+            sqlx::query("SELECT pg_sleep(1.2)")
+                .execute(&pool)
+                .await
+                .map(drop)
+        }
+        "mysql" => {
+            let pool = outbox::mysql::connect(url).await.unwrap();
+            sqlx::query("SELECT SLEEP(1.2)")
+                .execute(&pool)
+                .await
+                .map(drop)
+        }
+        _ => {
+            let pool = outbox::sqlite::connect(url).await.unwrap();
+            let mut holder = pool.acquire().await.unwrap();
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut *holder)
+                .await
+                .unwrap();
+            let release = async {
+                tokio::time::sleep(Duration::from_millis(1_300)).await;
+                sqlx::query("COMMIT").execute(&mut *holder).await.unwrap();
+            };
+            let waiting = sqlx::query("INSERT INTO users (id, email) VALUES (1, 'a@example.com')")
+                .execute(&pool);
+            let (_, inserted) = tokio::join!(release, waiting);
+            inserted.map(drop)
+        }
+    };
+    slow.unwrap();
+}

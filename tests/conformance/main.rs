@@ -156,6 +156,10 @@ macro_rules! conformance {
                 cases::a_fast_backlog_grows_the_default_batch::<H>().await
             }
             #[tokio::test]
+            async fn a_slow_statement_of_an_outbox_pool_is_no_warning() {
+                cases::a_slow_statement_of_an_outbox_pool_is_no_warning::<H>().await
+            }
+            #[tokio::test]
             async fn a_fenced_off_workers_results_count_nothing() {
                 cases::a_fenced_off_workers_results_count_nothing::<H>().await
             }

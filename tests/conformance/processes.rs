@@ -24,10 +24,18 @@ fn quick_lease() -> QueueOptions {
 /// What a child process does, by `OUTBOX_CONF_ROLE`: `drain` (deliver and record), `hang`
 /// (record the start, then never finish), `run` (deliver and record until killed).
 pub async fn child<H: Harness>(role: &str, url: &str) {
+    let level = match role {
+        "slow-statement" => "debug",
+        _ => "warn",
+    };
     let _ = tracing_subscriber::fmt()
-        .with_env_filter("warn")
+        .with_env_filter(level)
+        .with_ansi(false)
         .with_writer(std::io::stderr)
         .try_init();
+    if role == "slow-statement" {
+        return super::cases::slow_statement_child::<H>(url).await;
+    }
     let h = Arc::new(H::attach(url).await);
     if role == "skew" {
         return skewed_child(h).await;
@@ -61,6 +69,23 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
             outbox.drain().await.unwrap();
         }
         _ => outbox.run_until(std::future::pending()).await.unwrap(),
+    }
+}
+
+/// What a child process that ran to its end left: its exit status and its log lines.
+pub struct ChildRun {
+    pub status: std::process::ExitStatus,
+    pub logs: String,
+}
+
+/// Runs a child process in `role` to its end.
+pub fn run_child(backend: &str, role: &str, url: &str) -> ChildRun {
+    let out = child_command(backend, role, url)
+        .output()
+        .expect("run a child process");
+    ChildRun {
+        status: out.status,
+        logs: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

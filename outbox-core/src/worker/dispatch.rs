@@ -255,7 +255,9 @@ impl Service<Task<Claimed>> for Dispatch {
                         Ok(Completion::Delivered)
                     }
                     Err(failed) => {
-                        tracing::info!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
+                        // The retry schedule (or the dead letters, which log a WARN) takes
+                        // it from here: nothing for an operator yet.
+                        tracing::debug!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
                         Err(Box::new(failed) as BoxError)
                     }
                 }

@@ -26,7 +26,7 @@ use sqlx::{
 };
 
 use super::sql::{
-    bind,
+    bind, quiet,
     rows::{claimed, json, millis_ceil},
     Arg, Dialect, Queries,
 };
@@ -42,13 +42,14 @@ pub const DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";
 const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// Opens a pool on `url` (e.g. `mysql://user@host/db`) with a statement cache large
-/// enough for every statement the outbox uses.
+/// enough for every statement the outbox uses. Its statements log at TRACE, and slow ones
+/// (a second) at DEBUG, not WARN.
 pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
     let options: MySqlConnectOptions = url.parse()?;
     Ok(MySqlPoolOptions::new()
         .max_connections(20)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options.statement_cache_capacity(256))
+        .connect_with(quiet(options.statement_cache_capacity(256)))
         .await?)
 }
 

@@ -30,7 +30,7 @@ use sqlx::{
 };
 
 use super::sql::{
-    bind,
+    bind, quiet,
     rows::{claimed, millis_ceil},
     Arg, Dialect, Queries,
 };
@@ -50,13 +50,14 @@ const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 const CHANNEL: &str = "outbox_messages";
 
 /// Opens a pool on `url` (e.g. `postgres://user@host/db`). Use the same database for the
-/// application's transactions and for the outbox.
+/// application's transactions and for the outbox. Its statements log at TRACE, and slow
+/// ones (a second) at DEBUG, not WARN.
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
     let options: PgConnectOptions = url.parse()?;
     Ok(PgPoolOptions::new()
         .max_connections(20)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options)
+        .connect_with(quiet(options))
         .await?)
 }
 

@@ -39,6 +39,17 @@ use crate::{
     },
 };
 
+/// How the pools the outbox opens log their statements: every statement at TRACE, and one
+/// slower than a second at DEBUG, not sqlx's WARN — a claim or a settlement that waited for
+/// a lock is the outbox's business, reported by its own logs and metrics, not a message for
+/// the operator. (An application's own pool keeps its own settings: set
+/// `.log_slow_statements(log::LevelFilter::Debug, …)` on its connect options to quiet it.)
+pub(crate) fn quiet<O: sqlx::ConnectOptions>(options: O) -> O {
+    options
+        .log_statements(log::LevelFilter::Trace)
+        .log_slow_statements(log::LevelFilter::Debug, Duration::from_secs(1))
+}
+
 /// Runs of a write transaction after a transient error (deadlock, serialization failure,
 /// lock wait timeout) before the error is returned.
 const WRITE_RETRIES: u32 = 8;

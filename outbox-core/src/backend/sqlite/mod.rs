@@ -37,7 +37,7 @@ use sqlx::{
 
 use self::gate::{GatedTx, WriteGate};
 use super::sql::{
-    bind,
+    bind, quiet,
     rows::{claimed, millis_ceil},
     Arg, Dialect, Queries,
 };
@@ -60,9 +60,10 @@ fn wakeups() -> Arc<Wakeups> {
 /// Connection options the outbox expects of a SQLite file: created if missing, WAL
 /// journal, `synchronous = NORMAL` (durable across application crashes; a power loss may
 /// lose the last commits), a 30 s busy timeout (several worker processes on one file
-/// queue for the write lock; measured waits reach seconds) and foreign keys on.
+/// queue for the write lock; measured waits reach seconds) and foreign keys on; statements
+/// logged at TRACE, and slow ones (a second) at DEBUG, not WARN.
 pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, Error> {
-    Ok(SqliteConnectOptions::from_str(url)?
+    Ok(quiet(SqliteConnectOptions::from_str(url)?)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
