@@ -165,6 +165,25 @@ pub enum DecodeError {
 
 /// `payload` (JSON bytes) decoded as `M`; a `Deserialize` implementation that panics is
 /// an undecodable payload too. How the worker and the admin read payloads.
+/// Why a stored payload of `M` that does not decode can never be delivered, and what to do.
+pub(crate) fn undecodable<M: OutboxMessage>(e: &serde_json::Error) -> String {
+    format!(
+        "payload does not decode as `{}` ({}): {e}; it was written by other code or an \
+         older version of the type (fix the data or add #[serde(default)], then requeue)",
+        M::TYPE,
+        std::any::type_name::<M>()
+    )
+}
+
+/// The check a rate-limited type runs before its token: the payload decodes as `M` and
+/// [`OutboxMessage::validate`] accepts it.
+pub(crate) fn precheck<M: OutboxMessage>(payload: &[u8]) -> Result<(), String> {
+    let message = decode_payload::<M>(payload).map_err(|e| undecodable::<M>(&e))?;
+    message
+        .validate()
+        .map_err(|e| format!("`{}` message is invalid: {e}", M::TYPE))
+}
+
 pub(crate) fn decode_payload<M: OutboxMessage>(payload: &[u8]) -> Result<M, serde_json::Error> {
     std::panic::catch_unwind(|| serde_json::from_slice::<M>(payload)).unwrap_or_else(|_| {
         Err(serde::de::Error::custom(

@@ -36,6 +36,8 @@ struct Registration {
     orphan_check: Option<Arc<dyn OrphanCheck>>,
     /// What this type's attempts ended as in this process (reported to the history).
     counters: Arc<Counters>,
+    /// Decodes and validates a payload (run before a rate-limit token).
+    precheck: crate::layers::precheck::Precheck,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or

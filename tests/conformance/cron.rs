@@ -1,5 +1,6 @@
-//! Drains for cron: a drain that sends what the rate limit allows now and exits, alone and
-//! two at a time.
+//! Rate limits in practice: a cron drain that sends what the limit allows now and exits
+//! (alone and two at a time), messages starting oldest first under a limit, and no token
+//! spent on a message that can never be delivered.
 
 use std::{
     collections::HashMap,
@@ -101,5 +102,108 @@ pub async fn a_limited_drain_sends_what_the_limit_allows<H: Harness>() {
         (mail.pending, mail.running),
         (30 - delivered, 0),
         "the rest is queued"
+    );
+}
+
+/// 20 mails under 20/s with a burst of 1, the worker deferring (not waiting) whenever the
+/// bucket is empty: they start in enqueue order though most were deferred, and mail 5,
+/// given up at its first attempt and requeued while the rest wait, starts after all of
+/// them (a requeue goes to the back).
+pub async fn oldest_first_under_a_limit<H: Harness>() {
+    let h = H::new().await;
+    let mails: Vec<Mail> = (1..=20).map(|n| Mail { n }).collect();
+    let mut tx = h.pool().begin().await.unwrap();
+    enqueue_many(&mut *tx, &mails).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .rate_limit("fifo", RateLimit::per_second(20.0).burst(1))
+        .register_with::<Mail, _>(
+            |m: Mail, ctx: MessageContext<Arc<Calls>>| async move {
+                if ctx.state().record(m.n) == 1 && m.n == 5 {
+                    return Err(HandlerError::permanent("550 mailbox unavailable"));
+                }
+                Ok(())
+            },
+            QueueOptions::new()
+                .rate_limit("fifo")
+                .max_inline_wait(Duration::ZERO),
+        );
+    let admin = outbox.admin();
+    outbox
+        .run_until(async {
+            let dead = async {
+                while admin
+                    .dead_letters()
+                    .count(&Default::default())
+                    .await
+                    .unwrap()
+                    == 0
+                {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(20), dead)
+                .await
+                .expect("mail 5 was given up");
+            let requeued = admin.dead_letters().requeue_all().await.unwrap();
+            assert_eq!(requeued.requeued, 1);
+            let all = async {
+                while calls.len() < 21 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(20), all)
+                .await
+                .expect("every mail started");
+        })
+        .await
+        .unwrap();
+    let order: Vec<i64> = calls.0.lock().unwrap().iter().map(|c| c.0).collect();
+    let mut expected: Vec<i64> = (1..=20).collect();
+    expected.push(5);
+    assert_eq!(order, expected, "oldest first, the requeued one last");
+}
+
+/// A message that can never be delivered (its payload does not decode) is given up before
+/// the rate limit: the one token of a bucket that refills once an hour goes to the
+/// deliverable mail behind it.
+pub async fn an_undeliverable_message_spends_no_token<H: Harness>() {
+    let h = H::new().await;
+    let bad = outbox::Select::new(match H::NAME {
+        "postgres" => "SELECT '{\"bad\":1}'::text AS payload, NULL::text AS idempotency_key",
+        _ => "SELECT '{\"bad\":1}' AS payload, NULL AS idempotency_key",
+    });
+    let mut tx = h.pool().begin().await.unwrap();
+    // An application writing a payload of the wrong shape: the enqueue says so, the
+    // application commits anyway.
+    let refused = outbox::enqueue_select::<Mail, _>(&mut *tx, &bad, EnqueueOptions::new()).await;
+    assert!(refused.is_err());
+    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let calls = Arc::new(Calls::default());
+    let report = Outbox::with_state(h.backend(), Arc::clone(&calls))
+        .rate_limit("scarce", RateLimit::per_hour(1.0).burst(1))
+        .register_with::<Mail, _>(ok, QueueOptions::new().rate_limit("scarce"))
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.counts.delivered, report.counts.given_up),
+        (1, 1),
+        "the mail got the token, the undecodable one none: {:?}",
+        report.counts
+    );
+    assert_eq!(calls.len(), 1);
+    let letters = Outbox::new(h.backend())
+        .admin()
+        .dead_letters()
+        .list(&outbox::DeadLetterFilter::all(), 0, 10)
+        .await
+        .unwrap();
+    assert!(
+        letters[0].last_error.contains("does not decode"),
+        "{}",
+        letters[0].last_error
     );
 }

@@ -172,6 +172,14 @@ macro_rules! conformance {
                 cron::a_limited_drain_sends_what_the_limit_allows::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn oldest_first_under_a_limit() {
+                cron::oldest_first_under_a_limit::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_undeliverable_message_spends_no_token() {
+                cron::an_undeliverable_message_spends_no_token::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn two_processes_steer_a_group() {
                 groups::two_processes_steer_a_group::<H>().await
             }

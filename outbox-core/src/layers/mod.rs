@@ -2,12 +2,14 @@
 //! the value type they share). From the outside in:
 //!
 //! ```text
-//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
 //! * [`dead_letter`] logs given-up messages;
 //! * [`retry`] decides the next due time of a failed message, or gives it up;
 //! * [`pause`] holds the worker while its type is paused in `outbox_paused`;
+//! * [`precheck`] gives up, before a rate-limit token, a message that cannot decode or
+//!   that its own `validate` refuses (rate-limited types only);
 //! * [`orphan`] completes messages whose subject is gone, without the handler;
 //! * [`rate_limit`] takes a token from a bucket shared through the database.
 //!
@@ -21,6 +23,7 @@ pub mod dead_letter;
 pub mod orphan;
 mod outcome;
 pub mod pause;
+pub mod precheck;
 pub mod rate_limit;
 pub mod retry;
 
@@ -36,6 +39,7 @@ pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled};
 use dead_letter::{DeadLetterLayer, DeadLetterService};
 use orphan::{OrphanLayer, OrphanService};
 use pause::{PauseLayer, PauseService};
+use precheck::{PrecheckLayer, PrecheckService};
 use rate_limit::{RateLimitLayer, RateLimitService};
 use retry::{RetryLayer, RetryService};
 
@@ -46,27 +50,31 @@ pub struct OutboxLayers {
     retry: RetryLayer,
     pause: PauseLayer,
     concurrency: usize,
+    precheck: Option<PrecheckLayer>,
     orphan: Option<OrphanLayer>,
     rate_limit: Option<RateLimitLayer>,
 }
 
 impl OutboxLayers {
     /// The stack from the outside in: `dead_letter`, `retry`, `pause`, at most
-    /// `concurrency` calls in flight, then the optional `orphan` check and `rate_limit`.
-    /// Cannot fail; a `concurrency` of 0 is refused when the options are registered.
+    /// `concurrency` calls in flight, then the optional `precheck`, `orphan` check and
+    /// `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the options are
+    /// registered.
     pub fn new(
         dead_letter: DeadLetterLayer,
         retry: RetryLayer,
         pause: PauseLayer,
         concurrency: usize,
-        orphan: Option<OrphanLayer>,
+        checks: (Option<PrecheckLayer>, Option<OrphanLayer>),
         rate_limit: Option<RateLimitLayer>,
     ) -> Self {
+        let (precheck, orphan) = checks;
         Self {
             dead_letter,
             retry,
             pause,
             concurrency,
+            precheck,
             orphan,
             rate_limit,
         }
@@ -76,14 +84,15 @@ impl OutboxLayers {
 /// What the optional rate limit leaves around `S`.
 type MaybeRateLimited<S> = Either<RateLimitService<S>, S>;
 
+/// What the optional orphan check leaves around `S`.
+type MaybeOrphanChecked<S> = Either<OrphanService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
+
+/// What the optional precheck leaves around `S`.
+type MaybePrechecked<S> = Either<PrecheckService<MaybeOrphanChecked<S>>, MaybeOrphanChecked<S>>;
+
 /// The service [`OutboxLayers`] builds around `S`.
-pub type OutboxService<S> = DeadLetterService<
-    RetryService<
-        PauseService<
-            ConcurrencyLimit<Either<OrphanService<MaybeRateLimited<S>>, MaybeRateLimited<S>>>,
-        >,
-    >,
->;
+pub type OutboxService<S> =
+    DeadLetterService<RetryService<PauseService<ConcurrencyLimit<MaybePrechecked<S>>>>>;
 
 impl<S> Layer<S> for OutboxLayers {
     type Service = OutboxService<S>;
@@ -96,6 +105,10 @@ impl<S> Layer<S> for OutboxLayers {
         let checked = match &self.orphan {
             Some(l) => Either::Left(l.layer(limited)),
             None => Either::Right(limited),
+        };
+        let checked = match &self.precheck {
+            Some(l) => Either::Left(l.layer(checked)),
+            None => Either::Right(checked),
         };
         let limited = ConcurrencyLimitLayer::new(self.concurrency).layer(checked);
         self.dead_letter

@@ -53,6 +53,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             handler: Arc::new(typed),
             orphan_check: None,
             counters: Arc::default(),
+            precheck: Arc::new(crate::message::precheck::<M>),
         });
         self
     }

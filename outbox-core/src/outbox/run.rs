@@ -13,7 +13,7 @@ use crate::{
     error::Error,
     layers::{
         dead_letter::DeadLetterLayer, orphan::OrphanLayer, pause::PauseLayer, pause::PauseSwitch,
-        rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
+        precheck::PrecheckLayer, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
     },
     store::{Backend, Retention, UnregisteredType},
     worker::{
@@ -183,9 +183,16 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     RetryLayer::new(r.options.schedule().clone()),
                     PauseLayer::new(switch),
                     r.options.concurrency_limit(),
-                    r.orphan_check
-                        .as_ref()
-                        .map(|check| OrphanLayer::new(Arc::clone(check))),
+                    (
+                        // Only a token is worth checking for: an unlimited type's handler
+                        // decodes and validates once.
+                        r.options
+                            .bucket()
+                            .map(|_| PrecheckLayer::new(Arc::clone(&r.precheck))),
+                        r.orphan_check
+                            .as_ref()
+                            .map(|check| OrphanLayer::new(Arc::clone(check))),
+                    ),
                     r.options.bucket().map(|bucket| {
                         RateLimitLayer::new(
                             r.queue,

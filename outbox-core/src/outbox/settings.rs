@@ -178,6 +178,7 @@ impl QueueOptions {
             type_tag,
             owner: String::new(),
             keep_done,
+            rate_limited: self.bucket.is_some(),
             batch_size,
             max_batch_size: match (self.batch_size, &self.bucket) {
                 (None, None) => max_default.max(batch_size),

@@ -102,12 +102,7 @@ where
             Err(e) => {
                 let failed = AttemptFailed {
                     kind: HandlerErrorKind::Permanent,
-                    reason: format!(
-                        "payload does not decode as `{}` ({}): {e}; it was written by other code or an \
-                         older version of the type (fix the data or add #[serde(default)], then requeue)",
-                        M::TYPE,
-                        std::any::type_name::<M>()
-                    ),
+                    reason: crate::message::undecodable::<M>(&e),
                 };
                 return futures::future::ready(Err(failed)).boxed();
             }

@@ -26,6 +26,9 @@ pub(crate) struct WorkerSettings {
     pub(crate) lease: Duration,
     /// Keep delivered messages as done rows (retention) instead of deleting them.
     pub(crate) keep_done: bool,
+    /// The type takes rate-limit tokens: a message put back for want of one returns to the
+    /// front of the worker's buffer (keeping its place), not to the database.
+    pub(crate) rate_limited: bool,
     /// Where the settle step counts the outcome of each attempt (the outbox's
     /// `DeliveryCounts` and the `metrics` counters of this type).
     pub(crate) tally: Tally,

@@ -80,10 +80,22 @@ where
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
         let (id, attempt, claim) = (task.args.id.clone(), task.args.attempt, task.args.claim);
         let grouped = task.args.group.is_some();
+        // A message put back for want of a token goes back to the buffer's front.
+        let kept = self.shared.settings.rate_limited.then(|| task.args.clone());
         let shared = Arc::clone(&self.shared);
         let fut = self.inner.call(task);
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
+            if let (Some(claimed), Err(e)) = (kept, &result) {
+                if e.downcast_ref::<Deferred>()
+                    .is_some_and(|d| d.until.is_none())
+                {
+                    // No token: it keeps its place in this worker, still claimed, and
+                    // starts before anything claimed after it once a token is near.
+                    shared.put_back(claimed);
+                    return result;
+                }
+            }
             let (settle, outcome) = settlement_of(&result, shared.settings.keep_done);
             let settlement = Settlement {
                 id,

@@ -60,6 +60,21 @@ impl<B: Backend> Shared<B> {
         self.send(settlement, Some(outcome));
     }
 
+    /// Returns a started message that did not get to its side effect (no rate-limit token)
+    /// to the buffer, in claim order, still claimed; counted as deferred.
+    pub(crate) fn put_back(&self, claimed: Claimed) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.settings.tally.record(Outcome::Deferred);
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        buffer.push_front((claimed, Instant::now()));
+        buffer
+            .make_contiguous()
+            .sort_by(|a, b| Claimed::claim_order(&a.0, &b.0));
+        drop(buffer);
+        // An idle engine (its last claim found nothing) picks it up again.
+        self.wake.notify_one();
+    }
+
     /// Queues a settlement that counts nothing (a release) for the flusher.
     pub(crate) fn settle(&self, settlement: Settlement) {
         self.send(settlement, None);
