@@ -758,6 +758,30 @@ impl<D: Dialect> RateBucketStore for D {
     }
 }
 
+/// Pauses `name` (a type or a group, by `sql`) at `now` with `reason`.
+async fn pause_row<D: Dialect>(
+    db: &D,
+    sql: &'static str,
+    name: &str,
+    reason: &str,
+    now: Now,
+) -> Result<(), Error> {
+    let args = [
+        Arg::Text(name),
+        Arg::OptInt(db.now_ms(now)),
+        Arg::Text(reason),
+    ];
+    write(db, &[(sql, &args)]).await?;
+    Ok(())
+}
+
+/// Resumes `name` (a type or a group, by `sql`); false if it was not paused.
+async fn resume_row<D: Dialect>(db: &D, sql: &'static str, name: &str) -> Result<bool, Error> {
+    let args = [Arg::Text(name)];
+    let changed = write(db, &[(sql, &args)]).await?;
+    Ok(changed[0] > 0)
+}
+
 impl<D: Dialect> PauseStore for D {
     fn pause<'a>(
         &'a self,
@@ -765,23 +789,11 @@ impl<D: Dialect> PauseStore for D {
         reason: &'a str,
         now: Now,
     ) -> BoxFuture<'a, Result<(), Error>> {
-        Box::pin(async move {
-            let args = [
-                Arg::Text(type_tag),
-                Arg::OptInt(self.now_ms(now)),
-                Arg::Text(reason),
-            ];
-            write(self, &[(self.queries().pause, &args)]).await?;
-            Ok(())
-        })
+        Box::pin(pause_row(self, self.queries().pause, type_tag, reason, now))
     }
 
     fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
-        Box::pin(async move {
-            let args = [Arg::Text(type_tag)];
-            let changed = write(self, &[(self.queries().resume, &args)]).await?;
-            Ok(changed[0] > 0)
-        })
+        Box::pin(resume_row(self, self.queries().resume, type_tag))
     }
 
     fn paused(&self) -> BoxFuture<'_, Result<Vec<PausedType>, Error>> {
@@ -1048,23 +1060,17 @@ impl<D: Dialect> GroupStore for D {
         reason: &'a str,
         now: Now,
     ) -> BoxFuture<'a, Result<(), Error>> {
-        Box::pin(async move {
-            let args = [
-                Arg::Text(name),
-                Arg::OptInt(self.now_ms(now)),
-                Arg::Text(reason),
-            ];
-            write(self, &[(self.queries().group_pause, &args)]).await?;
-            Ok(())
-        })
+        Box::pin(pause_row(
+            self,
+            self.queries().group_pause,
+            name,
+            reason,
+            now,
+        ))
     }
 
     fn resume_group<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
-        Box::pin(async move {
-            let args = [Arg::Text(name)];
-            let changed = write(self, &[(self.queries().group_resume, &args)]).await?;
-            Ok(changed[0] > 0)
-        })
+        Box::pin(resume_row(self, self.queries().group_resume, name))
     }
 
     fn paused_groups(&self) -> BoxFuture<'_, Result<Vec<String>, Error>> {
