@@ -220,21 +220,7 @@ impl<B: Backend> Ctx<B> {
         for line in d.last_error.lines() {
             println!("  {line}");
         }
-        if !d.attempt_log.is_empty() {
-            println!("attempts' errors:");
-            for a in &d.attempt_log {
-                println!(
-                    "  #{} {}: {}",
-                    a.attempt,
-                    render::time(a.at),
-                    render::one_line(&a.error, 200)
-                );
-            }
-        }
-        println!("payload:");
-        for line in render::payload_pretty(&d.payload).lines() {
-            println!("  {line}");
-        }
+        render::print_attempts_and_payload(&d.attempt_log, &d.payload);
         Ok(())
     }
 

@@ -369,21 +369,7 @@ impl<B: Backend> Ctx<B> {
                 println!("  {line}");
             }
         }
-        if !m.attempt_log.is_empty() {
-            println!("attempts' errors:");
-            for a in &m.attempt_log {
-                println!(
-                    "  #{} {}: {}",
-                    a.attempt,
-                    render::time(a.at),
-                    render::one_line(&a.error, 200)
-                );
-            }
-        }
-        println!("payload:");
-        for line in render::payload_pretty(&d.payload).lines() {
-            println!("  {line}");
-        }
+        render::print_attempts_and_payload(&m.attempt_log, &d.payload);
         Ok(())
     }
 

@@ -65,6 +65,25 @@ pub(crate) fn payload_value(payload: &[u8]) -> Value {
 }
 
 /// A stored payload pretty-printed (JSON indented; other bytes as text).
+/// Prints a message's failed attempts (if any) and its payload, as `show` commands do.
+pub(crate) fn print_attempts_and_payload(log: &[crate::FailedAttempt], payload: &[u8]) {
+    if !log.is_empty() {
+        println!("attempts' errors:");
+        for a in log {
+            println!(
+                "  #{} {}: {}",
+                a.attempt,
+                time(a.at),
+                one_line(&a.error, 200)
+            );
+        }
+    }
+    println!("payload:");
+    for line in payload_pretty(payload).lines() {
+        println!("  {line}");
+    }
+}
+
 pub(crate) fn payload_pretty(payload: &[u8]) -> String {
     match serde_json::from_slice::<Value>(payload) {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string()),

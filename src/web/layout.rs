@@ -202,6 +202,30 @@ pub(crate) fn ago(t: SystemTime) -> String {
 }
 
 /// A UTC timestamp, `2024-05-01 12:00:00 UTC`.
+/// The section listing a message's failed attempts (nothing when it has none); `error` is
+/// the heading of the error column.
+pub(crate) fn attempts(log: &[crate::FailedAttempt], error: &str) -> Markup {
+    html! {
+        @if !log.is_empty() {
+            section #attempts {
+                h2 { "Attempts" }
+                table {
+                    thead { tr { th.n { "#" } th { "Ended" } th { (error) } } }
+                    tbody {
+                        @for a in log {
+                            tr {
+                                td.n { (a.attempt) }
+                                td.nowrap { (timestamp(a.at)) }
+                                td { code.reply { (a.error) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn timestamp(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)

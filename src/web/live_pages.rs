@@ -665,23 +665,7 @@ pub(crate) async fn message_show<B: Backend>(
                 pre #last-error { (e) }
             }
         }
-        @if !m.attempt_log.is_empty() {
-            section #attempts {
-                h2 { "Attempts" }
-                table {
-                    thead { tr { th.n { "#" } th { "Ended" } th { "Error" } } }
-                    tbody {
-                        @for a in &m.attempt_log {
-                            tr {
-                                td.n { (a.attempt) }
-                                td.nowrap { (layout::timestamp(a.at)) }
-                                td { code.reply { (a.error) } }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        (layout::attempts(&m.attempt_log, "Error"))
         section {
             h2 { "Payload" }
             pre #payload { (payload) }

@@ -815,23 +815,7 @@ pub(crate) async fn dead_show<B: Backend>(
             h2 { "Last error" }
             pre #last-error { (d.last_error) }
         }
-        @if !d.attempt_log.is_empty() {
-            section #attempts {
-                h2 { "Attempts" }
-                table {
-                    thead { tr { th.n { "#" } th { "Ended" } th { "Error (for email: the server's reply)" } } }
-                    tbody {
-                        @for a in &d.attempt_log {
-                            tr {
-                                td.n { (a.attempt) }
-                                td.nowrap { (layout::timestamp(a.at)) }
-                                td { code.reply { (a.error) } }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        (layout::attempts(&d.attempt_log, "Error (for email: the server's reply)"))
         @if let Some(email) = email { (email) }
         section {
             h2 { "Payload" }

@@ -58,7 +58,7 @@ impl<B: Backend> Admin<B> {
         Groups::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
-    /// Stops starting messages of `type_tag` in every process within about a second;
+    /// Stops starting messages of `type_tag` in every process within about 0.2 s;
     /// they stay queued and go out after [`Admin::resume`].
     pub async fn pause(&self, type_tag: &str, reason: &str) -> Result<(), Error> {
         self.backend

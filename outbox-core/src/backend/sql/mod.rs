@@ -24,8 +24,8 @@ use std::{
 use futures::future::BoxFuture;
 
 use self::rows::{
-    beat_json, claims_json, filter_args, fold_counts, json, live_filter_args, millis_ceil,
-    SettlementGroups,
+    beat_json, claims_json, filter_args, fold_counts, json, live_batch_args, live_filter_args,
+    millis_ceil, SettlementGroups,
 };
 use crate::{
     clock::{unix_millis, Now},
@@ -957,18 +957,7 @@ impl<D: Dialect> LiveMessageStore for D {
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let [now, id, type_tag, state, prefix, error, group] =
-                live_filter_args(filter, self.now_ms(now));
-            let args = [
-                now,
-                id,
-                type_tag,
-                state,
-                prefix,
-                error,
-                group,
-                Arg::Int(i64::from(batch.max(1))),
-            ];
+            let args = live_batch_args(filter, self.now_ms(now), batch);
             let mut total = 0;
             loop {
                 let changed = write(self, &[(self.queries().live_retry_now, &args)]).await?[0];
@@ -987,18 +976,7 @@ impl<D: Dialect> LiveMessageStore for D {
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
-            let [now, id, type_tag, state, prefix, error, group] =
-                live_filter_args(filter, self.now_ms(now));
-            let args = [
-                now,
-                id,
-                type_tag,
-                state,
-                prefix,
-                error,
-                group,
-                Arg::Int(i64::from(batch.max(1))),
-            ];
+            let args = live_batch_args(filter, self.now_ms(now), batch);
             cancel_batches(self, self.queries().live_cancel_select, &args).await
         })
     }

@@ -236,6 +236,14 @@ pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7]
     ]
 }
 
+/// The live-message filter parameters and the batch size: the parameters of the statements
+/// that change a batch of live messages (retry now, cancel).
+pub(crate) fn live_batch_args(f: &LiveFilter, now: Option<i64>, batch: u32) -> [Arg<'_>; 8] {
+    let [now, id, type_tag, state, prefix, error, group] = live_filter_args(f, now);
+    let batch = Arg::Int(i64::from(batch.max(1)));
+    [now, id, type_tag, state, prefix, error, group, batch]
+}
+
 /// The column of `live_list.sql` holding the payload (NULL unless asked for).
 pub(crate) const LIVE_PAYLOAD: usize = 14;
 
