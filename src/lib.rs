@@ -48,6 +48,10 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/retries.md")]
     pub mod retries {}
 
+    /// Outages: the circuit breaker that holds a type while its downstream is down.
+    #[doc = include_str!("../docs/guides/outages.md")]
+    pub mod outages {}
+
     /// Orphans: messages whose subject is gone, completed without their handler.
     #[doc = include_str!("../docs/guides/orphans.md")]
     pub mod orphans {}
@@ -94,8 +98,8 @@ pub mod prelude {
     #[cfg(feature = "sqlite")]
     pub use crate::SqliteBackend;
     pub use crate::{
-        enqueue_iter, enqueue_many, enqueue_stream, retry_transaction, Admin, DeadLetterFilter,
-        Enqueue, EnqueueError, EnqueueOptions, Enqueued, HandlerError, MessageContext, Outbox,
-        OutboxMessage, QueueOptions, RateLimit, Retention, RetrySchedule,
+        enqueue_iter, enqueue_many, enqueue_stream, retry_transaction, Admin, Breaker,
+        DeadLetterFilter, Enqueue, EnqueueError, EnqueueOptions, Enqueued, HandlerError,
+        MessageContext, Outbox, OutboxMessage, QueueOptions, RateLimit, Retention, RetrySchedule,
     };
 }

@@ -1,8 +1,9 @@
 //! The SMTP fault suite: email through the outbox (SQLite) into a loopback SMTP server that
 //! misbehaves (tests/common/smtp_sink.rs): seeded random 451s, dropped connections, lost
-//! `250` replies, a stateful 5xx and a domain that refuses every recipient; and a server
-//! that is down for 30 s. The rules: nothing is lost, a duplicate only follows a lost reply
-//! and carries the first copy's Message-ID, and no dead letter the server did not earn.
+//! `250` replies, a stateful 5xx and a domain that refuses every recipient. The rules:
+//! nothing is lost, a duplicate only follows a lost reply and carries the first copy's
+//! Message-ID, and no dead letter the server did not earn. (A server down for 30 s is the
+//! circuit breaker's case, on every database: tests/conformance/outage.rs.)
 
 mod common;
 #[path = "common/smtp_sink.rs"]
@@ -276,86 +277,4 @@ async fn chaos_loses_nothing_duplicates_only_after_lost_replies_and_dead_letters
         to_gone.len(),
         refused_stateful.len()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_smtp_outage_of_30_s_delays_mail_and_loses_none() {
-    const OUTAGE: Duration = Duration::from_secs(30);
-    // Connection refused is retried every second: ~30 attempts during the outage; 100
-    // attempts leave room for 100 s of refusals before a message would be given up.
-    const MAX_ATTEMPTS: u32 = 100;
-    let sink = SmtpSink::start(SinkOptions::default()).await;
-    let db = TestDb::new().await;
-    let config = SmtpConfig::new("127.0.0.1")
-        .port(sink.port)
-        .pool_size(2)
-        .connect_timeout(Duration::from_secs(2))
-        .command_timeout(Duration::from_secs(5));
-    let mailer = Mailer::new(MailerConfig::smtp(config)).unwrap();
-    let outbox = Outbox::new(db.backend())
-        .retention(Retention::keep_for(Duration::from_secs(3600)))
-        .register_with::<Email, _>(
-            mailer.handler(),
-            QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_secs(1)])),
-        );
-    let before: Vec<Email> = (0..10).map(|i| email(i, "example.com")).collect();
-    let during: Vec<Email> = (10..50).map(|i| email(i, "example.com")).collect();
-    let mut during_ids = Vec::new();
-    outbox
-        .run_until(async {
-            // Warm the pool: these connections are cut when the server goes down.
-            enqueue(&db, &before, MAX_ATTEMPTS).await;
-            let warm = eventually(Duration::from_secs(20), || async {
-                sink.received().len() == before.len()
-            })
-            .await;
-            assert!(warm, "the first messages were not delivered");
-            sink.outage(OUTAGE).await;
-            during_ids = enqueue(&db, &during, MAX_ATTEMPTS).await;
-            let settled = eventually(OUTAGE + Duration::from_secs(60), || async {
-                unsettled(&db).await == 0
-            })
-            .await;
-            assert!(
-                settled,
-                "{} messages still queued 60 s after the outage",
-                unsettled(&db).await
-            );
-        })
-        .await
-        .unwrap();
-
-    let (down, back) = sink.outages()[0];
-    let back = back.expect("the sink came back");
-    println!(
-        "down for {:?}; all delivered {:?} after it came back",
-        back - down,
-        sink.received()
-            .last()
-            .unwrap()
-            .at
-            .saturating_duration_since(back)
-    );
-    assert!(
-        dead_letters(&outbox).await.is_empty(),
-        "nothing is given up"
-    );
-    let received = sink.received();
-    assert!(
-        received.iter().all(|r| r.at < down || r.at >= back),
-        "a message arrived while the server was down"
-    );
-    let mut to: Vec<String> = received.iter().map(|r| r.rcpt[0].clone()).collect();
-    to.sort();
-    let mut expected: Vec<String> = (0..50).map(|i| format!("user{i}@example.com")).collect();
-    expected.sort();
-    assert_eq!(to, expected, "each message exactly once");
-    for id in &during_ids {
-        let (status, attempts, last_error) = db.row(id).await;
-        assert_eq!(status, "done");
-        assert!(
-            attempts >= 2,
-            "message {id} was not tried during the outage ({attempts} attempt, {last_error:?})"
-        );
-    }
 }

@@ -317,6 +317,28 @@ async fn overview_shows_counts_and_refreshes_after_an_enqueue() {
         .await
         .unwrap();
     assert_ne!(refreshed, "", "the count changed through the live refresh");
+
+    // A circuit breaker opens elsewhere: the overview shows it, open, with its reason.
+    use outbox::store::{BreakerStore, Now};
+    db.backend()
+        .open_breaker(
+            "smtp:relay.example:587",
+            "connection refused",
+            Now::Database,
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let state =
+        r#"#breakers tr[data-breaker="smtp:relay.example:587"] td[data-col="state"] span.open"#;
+    b.wait_text(state, "open", Duration::from_secs(10)).await;
+    let row = b
+        .text(r#"#breakers tr[data-breaker="smtp:relay.example:587"]"#)
+        .await;
+    assert!(
+        row.contains("connection refused") && row.contains("in "),
+        "{row}"
+    );
     b.client.clone().close().await.unwrap();
 }
 

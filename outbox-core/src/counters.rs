@@ -38,6 +38,9 @@ pub mod names {
     /// Gauge: age in seconds of the longest-waiting due message (0 when none is due);
     /// label `type`.
     pub const OLDEST_DUE_AGE: &str = "outbox_oldest_due_age_seconds";
+    /// Gauge per circuit breaker (label `breaker`): 1 while open, 0 while closed, as this
+    /// process last read it.
+    pub const BREAKER_OPEN: &str = "outbox_breaker_open";
 }
 
 /// Shared counters, bumped by every worker's flusher for the settlements it wrote.

@@ -21,9 +21,9 @@ mod transaction;
 mod worker;
 
 pub use admin::{
-    Admin, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress, Groups,
-    LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState, MinuteOutcomes,
-    TypeCounts, TypeOutcomes,
+    Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
+    Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
+    MinuteOutcomes, TypeCounts, TypeOutcomes,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
@@ -35,6 +35,7 @@ pub use enqueue::{
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
 pub use layers::{
+    breaker::Breaker,
     orphan::Relevance,
     rate_limit::{RateLimit, GRANT_EVENT_TARGET as RATE_GRANT_EVENT_TARGET},
     retry::RetrySchedule,

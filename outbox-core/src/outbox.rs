@@ -1,6 +1,7 @@
 //! The outbox: its configuration (this file and `register`, `settings`), handlers
 //! registered per message type, and the two ways to run them (`run`, `drain`).
 
+mod breakers;
 mod drain;
 mod gauges;
 mod groups;

@@ -170,11 +170,31 @@ impl SendError {
         }
     }
 
-    /// The outbox's verdict: [`HandlerError::permanent`] or [`HandlerError::retry`],
+    /// True when the server, not this message, is the problem: no session could be set up
+    /// (connection refused or unreachable, a TLS failure, a greeting, EHLO, STARTTLS or
+    /// AUTH that failed or timed out), an open connection dropped, or a `421` reply
+    /// (service not available). The outbox's circuit breaker then holds the type's
+    /// messages instead of spending their attempts.
+    pub fn is_downstream_down(&self) -> bool {
+        match self {
+            SendError::Connection { .. } => true,
+            SendError::Timeout { stage, .. } => !stage.in_transaction(),
+            SendError::Refused { stage, code, .. } => *code == 421 || !stage.in_transaction(),
+            SendError::Invalid(_)
+            | SendError::RecipientsRefused(_)
+            | SendError::Unsupported(_)
+            | SendError::File { .. } => false,
+        }
+    }
+
+    /// The outbox's verdict: [`HandlerError::permanent`], [`HandlerError::down`] (the
+    /// server is down: see [`SendError::is_downstream_down`]) or [`HandlerError::retry`],
     /// carrying this error (and so the server's reply text).
     pub fn into_handler_error(self) -> HandlerError {
         if self.is_permanent() {
             HandlerError::permanent(self)
+        } else if self.is_downstream_down() {
+            HandlerError::down(self)
         } else {
             HandlerError::retry(self)
         }
@@ -201,6 +221,8 @@ impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verdict = if self.is_permanent() {
             "not retried; fix the cause, then requeue it from the dead letters"
+        } else if self.is_downstream_down() {
+            "it will be sent once the server answers again"
         } else {
             "it will be retried"
         };

@@ -5,7 +5,7 @@
 //! while others were accepted are logged at WARN and the message counts as delivered
 //! (see the crate docs). Nothing in an email can make the handler panic.
 
-use std::{fmt, path::PathBuf, sync::Arc};
+use std::{fmt, future::Future, path::PathBuf, pin::Pin, sync::Arc};
 
 use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
 
@@ -88,12 +88,26 @@ impl Mailer {
     }
 
     /// The handler an outbox runs for [`Email`] messages:
-    /// `outbox.register::<Email, _>(mailer.handler())`.
+    /// `outbox.register::<Email, _>(mailer.handler())`. Its circuit breaker is named by
+    /// the SMTP server ([`Mailer::downstream`]), so every type sent through this server
+    /// shares one.
     pub fn handler<S: Send + Sync + 'static>(&self) -> impl Handler<Email, S> {
-        let mailer = self.clone();
-        move |email: Email, ctx: MessageContext<S>| {
-            let mailer = mailer.clone();
-            async move { mailer.send(&email, &ctx).await.map(drop) }
+        MailHandler {
+            mailer: self.clone(),
+        }
+    }
+
+    /// The downstream this mailer sends to, as a circuit breaker's name:
+    /// `smtp:host:port` for SMTP, `None` for the file and log transports (they are never
+    /// down). Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of
+    /// your own whose handler sends through [`Mailer::send`], so that it shares the
+    /// breaker of the mailer's [`Email`] type.
+    pub fn downstream(&self) -> Option<String> {
+        match &self.inner.config.transport {
+            Transport::Smtp(smtp) => {
+                Some(format!("smtp:{}:{}", smtp.host(), smtp.effective_port()))
+            }
+            Transport::File(_) | Transport::Log => None,
         }
     }
 
@@ -176,6 +190,27 @@ impl Mailer {
         if let Sender::Smtp(smtp) = &self.inner.sender {
             smtp.close().await;
         }
+    }
+}
+
+/// The handler of [`Mailer::handler`]: sends each [`Email`] and names the mailer's server
+/// as its downstream.
+struct MailHandler {
+    mailer: Mailer,
+}
+
+impl<S: Send + Sync + 'static> Handler<Email, S> for MailHandler {
+    fn call(
+        &self,
+        email: Email,
+        ctx: MessageContext<S>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>> {
+        let mailer = self.mailer.clone();
+        Box::pin(async move { mailer.send(&email, &ctx).await.map(drop) })
+    }
+
+    fn downstream(&self) -> Option<String> {
+        self.mailer.downstream()
     }
 }
 

@@ -20,7 +20,7 @@ use crate::{
     admin::{PausedType, Requeued},
     backend::Backend,
     store::BucketState,
-    Admin, DeadLetter, DeadLetterFilter, RateLimit, TypeCounts,
+    Admin, BreakerState, DeadLetter, DeadLetterFilter, RateLimit, TypeCounts,
 };
 
 /// The result of one command.
@@ -88,6 +88,7 @@ impl<B: Backend> Ctx<B> {
     async fn status_once(&self, clear: bool) -> Result<()> {
         let counts = self.admin.status_counts().await?;
         let paused = self.admin.paused().await?;
+        let breakers = self.admin.breakers().await?;
         let now = SystemTime::now();
         let rows = status_rows(counts, &paused);
         if self.json {
@@ -108,8 +109,12 @@ impl<B: Backend> Ctx<B> {
                     })
                 })
                 .collect();
+            let breakers: Vec<Value> = breakers.iter().map(breaker_json).collect();
             // One line per report, so a --watch stream is one document per line.
-            println!("{}", json!({ "at": render::time(now), "types": types }));
+            println!(
+                "{}",
+                json!({ "at": render::time(now), "types": types, "breakers": breakers })
+            );
             return Ok(());
         }
         if clear {
@@ -117,6 +122,7 @@ impl<B: Backend> Ctx<B> {
         }
         if rows.is_empty() {
             println!("no messages, dead letters or paused types");
+            print_breakers(&breakers, now);
             return Ok(());
         }
         let mut t = render::table(
@@ -150,6 +156,7 @@ impl<B: Backend> Ctx<B> {
             ]);
         }
         render::print_table(&t);
+        print_breakers(&breakers, now);
         let _ = std::io::stdout().flush();
         Ok(())
     }
@@ -579,6 +586,65 @@ fn status_rows(
             (c, p)
         })
         .collect()
+}
+
+/// The circuit breakers under the status table: each one that ever opened, the open ones
+/// with why and when the next probe may start.
+fn print_breakers(breakers: &[BreakerState], now: SystemTime) {
+    if breakers.is_empty() {
+        return;
+    }
+    println!();
+    let mut t = render::table(
+        &[
+            "CIRCUIT BREAKER",
+            "STATE",
+            "FAILED PROBES",
+            "NEXT PROBE",
+            "REASON",
+        ],
+        &[2],
+    );
+    for b in breakers {
+        let state = match (b.opened_at, b.closed_at) {
+            (Some(at), _) => format!("OPEN for {}", render::duration(render::age(at, now))),
+            (None, Some(at)) => format!("closed {} ago", render::duration(render::age(at, now))),
+            (None, None) => "closed".into(),
+        };
+        let next = match (b.is_open(), b.probing, b.next_probe_in) {
+            (false, ..) => "-".into(),
+            (true, true, _) => "probing now".into(),
+            (true, false, Some(d)) if !d.is_zero() => format!("in {}", render::duration(d)),
+            (true, false, _) => "due".into(),
+        };
+        let reason = match b.is_open() {
+            true => render::one_line(b.reason.as_deref().unwrap_or(""), 60),
+            false => "-".into(),
+        };
+        t.add_row(vec![
+            b.name.clone(),
+            state,
+            b.probes_failed.to_string(),
+            next,
+            reason,
+        ]);
+    }
+    render::print_table(&t);
+}
+
+/// A circuit breaker for `--json`.
+fn breaker_json(b: &BreakerState) -> Value {
+    json!({
+        "name": b.name,
+        "open": b.is_open(),
+        "opened_at": b.opened_at.map(render::time),
+        "reason": b.reason,
+        "probes_failed": b.probes_failed,
+        "next_probe_in_secs": b.next_probe_in.map(|d| d.as_secs_f64()),
+        "probing": b.probing,
+        "closed_at": b.closed_at.map(render::time),
+        "times_opened": b.times_opened,
+    })
 }
 
 /// A dead letter for `--json`.

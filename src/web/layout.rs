@@ -61,6 +61,7 @@ a{color:#0969da}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .paused{background:#fff8c5;color:#7d4e00;border:1px solid #d4a72c}
 .dead{color:#cf222e;font-weight:600}
+.open{background:#ffebe9;color:#a40e26;border:1px solid #ff8182}
 .flash{padding:8px 12px;border-radius:6px;margin-bottom:12px;background:#dafbe1;border:1px solid #4ac26b}
 .flash.err{background:#ffebe9;border-color:#ff8182}
 form.inline{display:inline-flex;gap:6px;align-items:center;margin:0}

@@ -305,6 +305,41 @@ fn counts_table(
     }
 }
 
+/// The circuit breakers: each one that ever opened, the open ones first in red with why,
+/// their failed probes and when the next may start.
+fn breakers_table(breakers: &[crate::BreakerState]) -> Markup {
+    html! {
+        section #breakers {
+            h2 { "Circuit breakers" }
+            table {
+                thead { tr { th { "Breaker" } th { "State" } th.n { "Failed probes" } th { "Next probe" } th { "Reason" } } }
+                tbody {
+                    @for b in breakers {
+                        tr data-breaker=(b.name) {
+                            td { (b.name) }
+                            @if let Some(at) = b.opened_at {
+                                td data-col="state" { span.badge.open { "open" } " " (layout::ago(at)) }
+                            } @else {
+                                td data-col="state" { "closed" @if let Some(at) = b.closed_at { " " (layout::ago(at)) } }
+                            }
+                            td.n { (b.probes_failed) }
+                            td {
+                                @if !b.is_open() { "-" }
+                                @else if b.probing { "probing now" }
+                                @else { @match b.next_probe_in {
+                                    Some(d) if !d.is_zero() => { "in " (layout::duration(d)) }
+                                    _ => { "due" }
+                                } }
+                            }
+                            td { @if b.is_open() { code.reply { (b.reason.as_deref().unwrap_or("")) } } @else { "-" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// GET `/`: the overview.
 pub(crate) async fn overview<B: Backend>(
     AxumState(state): St<B>,
@@ -316,7 +351,11 @@ pub(crate) async fn overview<B: Backend>(
     let paused = paused_map(admin).await?;
     let rows = rows(admin.status_counts().await?, &paused);
     let buckets = admin.rate_limits().await?;
+    let breakers = admin.breakers().await?;
     let live = html! {
+        @if breakers.iter().any(|b| b.is_open()) {
+            (breakers_table(&breakers))
+        }
         section {
             h2 { "Types" }
             (counts_table(&ctx, &rows, &paused))
@@ -324,6 +363,9 @@ pub(crate) async fn overview<B: Backend>(
         section {
             h2 { "Deliveries, last hour" }
             (chart(&state.samples.series(None), "all types"))
+        }
+        @if !breakers.is_empty() && !breakers.iter().any(|b| b.is_open()) {
+            (breakers_table(&breakers))
         }
         section {
             h2 { "Rate buckets" }

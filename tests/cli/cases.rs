@@ -177,6 +177,54 @@ fn type_status(status: &Value, type_tag: &str) -> Value {
         .clone()
 }
 
+/// `status` lists each circuit breaker under the types: an open one with its reason and
+/// its next probe (and in `--json`), a closed one as closed.
+pub async fn status_shows_the_circuit_breakers<H: Harness>() {
+    use outbox::store::{BreakerStore, Now};
+    let h = H::new().await;
+    let url = h.url();
+    let b = h.backend();
+    b.open_breaker(
+        "smtp:relay.example:587",
+        "connection refused",
+        Now::Database,
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    b.open_breaker(
+        "billing-api",
+        "503 Service Unavailable",
+        Now::Database,
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    assert!(b.close_breaker("billing-api", Now::Database).await.unwrap());
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    let breakers = status["breakers"].as_array().expect("a breakers list");
+    assert_eq!(breakers.len(), 2, "{status:#}");
+    let relay = &breakers[1];
+    assert_eq!(relay["name"], "smtp:relay.example:587", "{status:#}");
+    assert_eq!(relay["open"], true, "{status:#}");
+    assert_eq!(relay["reason"], "connection refused", "{status:#}");
+    let next = relay["next_probe_in_secs"].as_f64().unwrap();
+    assert!(next > 50.0 && next <= 60.0, "{status:#}");
+    assert_eq!(breakers[0]["open"], false, "{status:#}");
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    let row = human
+        .lines()
+        .find(|l| l.contains("smtp:relay.example:587"))
+        .unwrap_or_else(|| panic!("a row for the open breaker: {human}"));
+    assert!(
+        row.contains("OPEN for") && row.contains("connection refused") && row.contains("in "),
+        "{row}"
+    );
+    let closed = human.lines().find(|l| l.contains("billing-api")).unwrap();
+    assert!(closed.contains("closed"), "{closed}");
+    assert!(human.contains("CIRCUIT BREAKER"), "{human}");
+}
+
 pub async fn status_and_dead_letters<H: Harness>() {
     let h = H::new().await;
     let url = h.url();

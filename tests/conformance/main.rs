@@ -15,7 +15,10 @@ mod harness;
 #[cfg(feature = "postgres")]
 mod isolation;
 mod many_types;
+mod outage;
 mod processes;
+#[path = "../common/smtp_sink.rs"]
+mod smtp_sink;
 
 /// One test per case for a backend.
 macro_rules! conformance {
@@ -23,7 +26,8 @@ macro_rules! conformance {
         #[cfg(feature = $feature)]
         mod $backend {
             use super::{
-                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, processes,
+                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
+                processes,
             };
             type H = $harness;
 
@@ -66,6 +70,14 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn fifty_types_deliver_once_and_a_paused_type_waits() {
                 many_types::fifty_types_deliver_once_and_a_paused_type_waits::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_smtp_outage_opens_one_breaker_across_two_processes() {
+                outage::an_smtp_outage_opens_one_breaker_across_two_processes::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_breaker_opened_elsewhere_holds_this_process() {
+                outage::a_breaker_opened_elsewhere_holds_this_process::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_and_resume() {

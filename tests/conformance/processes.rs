@@ -26,6 +26,8 @@ fn quick_lease() -> QueueOptions {
 pub async fn child<H: Harness>(role: &str, url: &str) {
     let level = match role {
         "slow-statement" => "debug",
+        // The breaker's own lines: WARN when it opens, INFO when it closes.
+        "outage" => "warn,outbox_core=info",
         _ => "warn",
     };
     let _ = tracing_subscriber::fmt()
@@ -42,6 +44,9 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     }
     if role == "group" {
         return super::groups::group_child(h).await;
+    }
+    if role == "outage" {
+        return super::outage::outage_child(h).await;
     }
     let hang = role == "hang";
     // Draining processes keep the default lease: they are alive, only busy.
@@ -90,7 +95,18 @@ pub fn run_child(backend: &str, role: &str, url: &str) -> ChildRun {
 }
 
 pub(super) fn spawn_child(backend: &str, role: &str, url: &str) -> Child {
+    spawn_child_with(backend, role, url, &[])
+}
+
+/// Starts a child process in `role` with extra environment variables.
+pub(super) fn spawn_child_with(
+    backend: &str,
+    role: &str,
+    url: &str,
+    env: &[(&str, &str)],
+) -> Child {
     child_command(backend, role, url)
+        .envs(env.iter().copied())
         .spawn()
         .expect("start a worker process")
 }

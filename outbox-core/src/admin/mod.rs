@@ -1,5 +1,5 @@
 //! Operating the outbox from code: live messages, groups, dead letters, pause/resume, rate
-//! buckets and status counts. Everything here works from any process on the database, with or without
+//! buckets, circuit breakers and status counts. Everything here works from any process on the database, with or without
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
@@ -12,8 +12,9 @@ use std::{
 };
 
 pub use crate::store::{
-    DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter, LiveMessage,
-    LiveMessageDetail, LiveState, MinuteOutcomes, PausedType, Requeued, TypeCounts, TypeOutcomes,
+    BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
+    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, PausedType, Requeued, TypeCounts,
+    TypeOutcomes,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
@@ -103,6 +104,20 @@ impl<B: Backend> Admin<B> {
     pub async fn history(&self, window: Duration) -> Result<Vec<MinuteOutcomes>, Error> {
         let since = self.clock.now().checked_sub(window).unwrap_or(UNIX_EPOCH);
         self.backend.history(since).await
+    }
+
+    /// Every circuit breaker that ever opened, by name: open or closed, since when, why,
+    /// its failed probes and when the next may start.
+    pub async fn breakers(&self) -> Result<Vec<BreakerState>, Error> {
+        self.backend.breakers(self.clock.database_now()).await
+    }
+
+    /// Makes the next probe of open breaker `name` due now (the downstream is known to be
+    /// back): a running outbox sends it within 0.2 s. False if it is not open.
+    pub async fn probe_breaker_now(&self, name: &str) -> Result<bool, Error> {
+        self.backend
+            .probe_breaker_now(name, self.clock.database_now())
+            .await
     }
 
     /// Message counts per type and status, in one query; cheap enough to poll every second.

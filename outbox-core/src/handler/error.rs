@@ -26,6 +26,13 @@ pub enum HandlerErrorKind {
     /// Trying again cannot help (a rejected address, a malformed request): the message
     /// goes to the dead letters now.
     Permanent,
+    /// The downstream itself is down (the SMTP server refuses connections, the API
+    /// answers 503), not this message: the type's circuit breaker opens, so every process
+    /// stops starting its messages and one probe at a time tests the downstream. Messages
+    /// waiting behind an open breaker use no attempts, an outage never turns one into a
+    /// dead letter, and they all start as soon as a probe gets through. With the breaker
+    /// turned off ([`Breaker::off`](crate::Breaker::off)) it is an ordinary retry.
+    Down,
 }
 
 /// A failed attempt: the reason, and what to do next.
@@ -58,6 +65,13 @@ impl HandlerError {
             HandlerErrorKind::Snooze(delay),
             format!("snoozed for {delay:?}"),
         )
+    }
+
+    /// The downstream is down, not this message (connection refused, `503 Service
+    /// Unavailable`, SMTP `421`): the circuit breaker stops the type's workers in every
+    /// process until a probe gets through; see [`HandlerErrorKind::Down`].
+    pub fn down(reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::Down, reason)
     }
 
     /// A failure that retrying cannot fix: the message goes to the dead letters now.

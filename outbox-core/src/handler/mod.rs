@@ -25,6 +25,15 @@ pub trait Handler<M, S>: Send + Sync + 'static {
         message: M,
         ctx: MessageContext<S>,
     ) -> BoxFuture<'static, Result<(), HandlerError>>;
+
+    /// The downstream this handler delivers to, as a circuit breaker's name (e.g.
+    /// `smtp:mail.example.com:587`): types whose handlers name the same downstream share
+    /// one breaker, so an outage found by one stops them all. `None` (the default) keys
+    /// the breaker by the message type; [`QueueOptions::breaker`](crate::QueueOptions::breaker)
+    /// overrides both.
+    fn downstream(&self) -> Option<String> {
+        None
+    }
 }
 
 impl<F, Fut, M, S, E> Handler<M, S> for F

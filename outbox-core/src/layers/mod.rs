@@ -2,7 +2,7 @@
 //! the value type they share). From the outside in:
 //!
 //! ```text
-//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ Breaker ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
 //! * [`dead_letter`] logs given-up messages;
@@ -11,6 +11,7 @@
 //! * [`precheck`] gives up, before a rate-limit token, a message that cannot decode or
 //!   that its own `validate` refuses (rate-limited types only);
 //! * [`orphan`] completes messages whose subject is gone, without the handler;
+//! * [`breaker`] holds the worker while its downstream is down, but for one probe;
 //! * [`rate_limit`] takes a token from a bucket shared through the database.
 //!
 //! The layers decide; none of them writes the message's row. Their decisions travel up as
@@ -19,6 +20,7 @@
 //! them in batches, and counts each outcome once. [`OutboxLayers`] is the whole stack as
 //! `Outbox::start` builds it, one constructor per layer.
 
+pub mod breaker;
 pub mod dead_letter;
 pub mod orphan;
 mod outcome;
@@ -36,6 +38,7 @@ use tower::{
 
 pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled};
 
+use breaker::{BreakerLayer, BreakerService};
 use dead_letter::{DeadLetterLayer, DeadLetterService};
 use orphan::{OrphanLayer, OrphanService};
 use pause::{PauseLayer, PauseService};
@@ -52,23 +55,25 @@ pub struct OutboxLayers {
     concurrency: usize,
     precheck: Option<PrecheckLayer>,
     orphan: Option<OrphanLayer>,
+    breaker: Option<BreakerLayer>,
     rate_limit: Option<RateLimitLayer>,
 }
 
 impl OutboxLayers {
     /// The stack from the outside in: `dead_letter`, `retry`, `pause`, at most
-    /// `concurrency` calls in flight, then the optional `precheck`, `orphan` check and
-    /// `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the options are
-    /// registered.
+    /// `concurrency` calls in flight, then the optional `precheck`, `orphan` check,
+    /// `breaker` and `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the
+    /// options are registered.
     pub fn new(
         dead_letter: DeadLetterLayer,
         retry: RetryLayer,
         pause: PauseLayer,
         concurrency: usize,
         checks: (Option<PrecheckLayer>, Option<OrphanLayer>),
-        rate_limit: Option<RateLimitLayer>,
+        limits: (Option<BreakerLayer>, Option<RateLimitLayer>),
     ) -> Self {
         let (precheck, orphan) = checks;
+        let (breaker, rate_limit) = limits;
         Self {
             dead_letter,
             retry,
@@ -76,6 +81,7 @@ impl OutboxLayers {
             concurrency,
             precheck,
             orphan,
+            breaker,
             rate_limit,
         }
     }
@@ -84,8 +90,11 @@ impl OutboxLayers {
 /// What the optional rate limit leaves around `S`.
 type MaybeRateLimited<S> = Either<RateLimitService<S>, S>;
 
+/// What the optional breaker leaves around `S`.
+type MaybeGuarded<S> = Either<BreakerService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
+
 /// What the optional orphan check leaves around `S`.
-type MaybeOrphanChecked<S> = Either<OrphanService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
+type MaybeOrphanChecked<S> = Either<OrphanService<MaybeGuarded<S>>, MaybeGuarded<S>>;
 
 /// What the optional precheck leaves around `S`.
 type MaybePrechecked<S> = Either<PrecheckService<MaybeOrphanChecked<S>>, MaybeOrphanChecked<S>>;
@@ -102,9 +111,13 @@ impl<S> Layer<S> for OutboxLayers {
             Some(l) => Either::Left(l.layer(inner)),
             None => Either::Right(Identity::new().layer(inner)),
         };
-        let checked = match &self.orphan {
+        let guarded = match &self.breaker {
             Some(l) => Either::Left(l.layer(limited)),
             None => Either::Right(limited),
+        };
+        let checked = match &self.orphan {
+            Some(l) => Either::Left(l.layer(guarded)),
+            None => Either::Right(guarded),
         };
         let checked = match &self.precheck {
             Some(l) => Either::Left(l.layer(checked)),

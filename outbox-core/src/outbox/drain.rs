@@ -44,7 +44,8 @@ impl DrainOptions {
         Self::default()
     }
 
-    /// Until the work left waits only for rate-limit tokens or for its due time: a message
+    /// Until the work left waits only for rate-limit tokens, for its due time or behind an
+    /// open circuit breaker: a message
     /// whose bucket has no token now goes back in line (keeping its place) and the drain
     /// ends as soon as nothing else is due. For a cron entry point under a slow limit
     /// ("at most 60 mails per hour"): each run sends what the limit allows and exits within
@@ -65,7 +66,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// next drain, and so do messages whose rate bucket has no token for longer than
     /// their type's `max_inline_wait` (they keep their place in line). The drain ends when
     /// no message of a registered, unpaused type is due and none is held by this drain's
-    /// workers, not counting types whose bucket is empty for that long.
+    /// workers, not counting types whose bucket is empty for that long, nor types behind
+    /// an open circuit breaker whose next probe is not due (their downstream is down: the
+    /// next drain probes it again).
     pub async fn drain(&self) -> Result<DrainReport, Error> {
         self.drain_with(DrainOptions::new()).await
     }
@@ -91,6 +94,14 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     .iter()
                     .copied()
                     .filter(|t| !waiting.contains(t))
+                    .filter(|t| {
+                        // Behind an open breaker with no probe to run now: its downstream
+                        // is down; the next drain tries again.
+                        !running
+                            .breakers
+                            .get(t)
+                            .is_some_and(|b| b.with(|l| l.wants_probe(Instant::now())))
+                    })
                     .collect();
                 if types.is_empty() {
                     return Ok::<(), Error>(());

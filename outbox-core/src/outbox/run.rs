@@ -8,12 +8,19 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{gauges, groups, history, pauses, retention, Outbox, Registration};
+use super::{breakers, gauges, groups, history, pauses, retention, Outbox, Registration};
 use crate::{
     error::Error,
     layers::{
-        dead_letter::DeadLetterLayer, orphan::OrphanLayer, pause::PauseLayer, pause::PauseSwitch,
-        precheck::PrecheckLayer, rate_limit::RateLimitLayer, retry::RetryLayer, OutboxLayers,
+        breaker::{check_name, BreakerLayer, BreakerSwitch},
+        dead_letter::DeadLetterLayer,
+        orphan::OrphanLayer,
+        pause::PauseLayer,
+        pause::PauseSwitch,
+        precheck::PrecheckLayer,
+        rate_limit::RateLimitLayer,
+        retry::RetryLayer,
+        OutboxLayers,
     },
     store::{Backend, Retention, UnregisteredType},
     worker::{
@@ -45,6 +52,8 @@ pub(super) struct Running<B: Backend> {
     helpers: Vec<JoinHandle<()>>,
     /// Reports the workers' outcomes to the history.
     history: Arc<history::Reporter<B>>,
+    /// Each type's circuit breaker (types with the breaker off have none).
+    pub(super) breakers: HashMap<&'static str, Arc<BreakerSwitch>>,
 }
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
@@ -114,6 +123,13 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 ));
             }
         }
+        for r in &self.registrations {
+            if let Some(name) = self.breaker_of(r) {
+                check_name(&name).map_err(|reason| {
+                    Error::Config(format!("circuit breaker of `{}`: {reason}", r.queue))
+                })?;
+            }
+        }
         let tags: Vec<&str> = self.registrations.iter().map(|r| r.queue).collect();
         let rescued = self
             .backend
@@ -171,6 +187,25 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             }
             Err(e) => tracing::warn!(error = %e, "cannot read the paused groups at start"),
         }
+        let breakers = breakers::switches(
+            self.registrations
+                .iter()
+                .filter_map(|r| {
+                    let name = self.breaker_of(r)?;
+                    Some((r.queue, name, r.options.breaker_config().clone()))
+                })
+                .collect(),
+            &hub,
+        );
+        let owner: Arc<str> = Arc::from(names.prefix());
+        let mut distinct: Vec<Arc<BreakerSwitch>> = Vec::new();
+        for s in breakers.values() {
+            if !distinct.iter().any(|d| Arc::ptr_eq(d, s)) {
+                distinct.push(Arc::clone(s));
+            }
+        }
+        // Start behind the breakers that are open: read them once before any worker runs.
+        breakers::read_once(&self.backend, self.clock.as_ref(), &distinct, &owner).await;
         let workers = self
             .registrations
             .iter()
@@ -193,19 +228,29 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                             .as_ref()
                             .map(|check| OrphanLayer::new(Arc::clone(check))),
                     ),
-                    r.options.bucket().map(|bucket| {
-                        RateLimitLayer::new(
-                            r.queue,
-                            bucket,
-                            Arc::new(self.backend.clone()),
-                            Arc::clone(&self.clock),
-                            match how {
-                                // Nothing waits for a token: no token, back in line.
-                                Start::DrainWhileTokens => Duration::ZERO,
-                                Start::Run | Start::Drain => r.options.inline_wait(),
-                            },
-                        )
-                    }),
+                    (
+                        breakers.get(r.queue).map(|switch| {
+                            BreakerLayer::new(
+                                Arc::clone(switch),
+                                Arc::new(self.backend.clone()),
+                                Arc::clone(&self.clock),
+                                Arc::clone(&owner),
+                            )
+                        }),
+                        r.options.bucket().map(|bucket| {
+                            RateLimitLayer::new(
+                                r.queue,
+                                bucket,
+                                Arc::new(self.backend.clone()),
+                                Arc::clone(&self.clock),
+                                match how {
+                                    // Nothing waits for a token: no token, back in line.
+                                    Start::DrainWhileTokens => Duration::ZERO,
+                                    Start::Run | Start::Drain => r.options.inline_wait(),
+                                },
+                            )
+                        }),
+                    ),
                 );
                 let dispatch = Dispatch::new(
                     r.queue,
@@ -244,6 +289,13 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             groups::fire_hooks(
                 self.backend.clone(),
                 Arc::clone(&self.clock),
+                stopped.clone(),
+            ),
+            breakers::watch(
+                self.backend.clone(),
+                Arc::clone(&self.clock),
+                distinct,
+                owner,
                 stopped.clone(),
             ),
             watch_due(
@@ -292,6 +344,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             workers,
             helpers,
             history,
+            breakers,
         }
     }
 
@@ -317,6 +370,19 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         if self.gauge_interval.is_some() {
             gauges::sample_once(&self.backend, self.clock.as_ref()).await;
         }
+    }
+
+    /// The name of the circuit breaker of a registration: the one its options name, else
+    /// the handler's downstream, else its type; `None` when its breaker is off.
+    fn breaker_of(&self, r: &Registration) -> Option<String> {
+        let config = r.options.breaker_config();
+        if !config.is_on() {
+            return None;
+        }
+        Some(match config.name() {
+            Some(name) => name.to_owned(),
+            None => r.handler.downstream().unwrap_or_else(|| r.queue.to_owned()),
+        })
     }
 
     /// The worker settings of one registration.

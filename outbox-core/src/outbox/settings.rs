@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use crate::{
     counters::{Counters, Tally},
-    layers::retry::RetrySchedule,
+    layers::{breaker::Breaker, retry::RetrySchedule},
     worker::WorkerSettings,
 };
 
@@ -17,7 +17,7 @@ const DEFAULT_BATCH: usize = 100;
 /// handlers outpace the claims), leases
 /// extended every 10 s and lost after 3 missed heartbeats (their messages then go to others),
 /// retries after 60 s, 5 min, 15 min, then hourly ([`RetrySchedule::default`]), no rate
-/// limit.
+/// limit, a circuit breaker ([`Breaker::new`]).
 #[derive(Debug, Clone)]
 pub struct QueueOptions {
     concurrency: usize,
@@ -27,6 +27,7 @@ pub struct QueueOptions {
     schedule: RetrySchedule,
     bucket: Option<String>,
     max_inline_wait: Duration,
+    breaker: Breaker,
 }
 
 impl Default for QueueOptions {
@@ -39,6 +40,7 @@ impl Default for QueueOptions {
             schedule: RetrySchedule::default(),
             bucket: None,
             max_inline_wait: Duration::from_secs(1),
+            breaker: Breaker::default(),
         }
     }
 }
@@ -116,6 +118,17 @@ impl QueueOptions {
         self
     }
 
+    /// The type's circuit breaker: which one, how many "down" failures in a row open it,
+    /// how it probes, or [`Breaker::off`]. On by default ([`Breaker::new`]).
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    pub(crate) fn breaker_config(&self) -> &Breaker {
+        &self.breaker
+    }
+
     pub(crate) fn schedule(&self) -> &RetrySchedule {
         &self.schedule
     }
@@ -140,6 +153,7 @@ impl QueueOptions {
             return Err("heartbeat_interval must be at least 100 ms".into());
         }
         self.schedule.check()?;
+        self.breaker.check()?;
         if self.missed_heartbeats < 2 {
             return Err(
                 "missed_heartbeats must be at least 2, or live workers lose their messages".into(),

@@ -8,7 +8,8 @@
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
 //! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
 //! (filters, paging, purge and requeue), [`live`] (live messages: filters, keyset paging,
-//! retry now, cancel), [`groups`] (progress, pause, cancel, completion hooks), and [`housekeeping`] (drains, unregistered
+//! retry now, cancel), [`groups`] (progress, pause, cancel, completion hooks), [`breakers`]
+//! (open, probe and close once across callers), and [`housekeeping`] (drains, unregistered
 //! types, the database's own clock).
 //!
 //! # Time
@@ -50,6 +51,7 @@
 //! outbox_core::port_suite!(fresh);
 //! ```
 
+pub mod breakers;
 pub mod bucket;
 pub mod claim;
 pub mod dead_letters;
@@ -146,6 +148,9 @@ macro_rules! port_suite {
             groups::delivered_counts_only_what_applied,
             groups::the_dead_letters_keep_the_group,
             groups::the_completion_hook_fires_once,
+            breakers::a_breaker_opens_once_and_closes_once,
+            breakers::one_probe_at_a_time_on_its_backoff,
+            breakers::breakers_run_at_the_database_clock,
             housekeeping::count_unfinished_sees_due_and_held_messages,
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,

@@ -21,6 +21,7 @@
 //!              └── lease expired ┘ (a settlement only applies while the lease is its own)
 //! ```
 
+mod breakers;
 mod bucket;
 mod counts;
 mod dead_letters;
@@ -34,6 +35,7 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
+pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
@@ -333,6 +335,52 @@ pub trait GroupStore: Send + Sync + 'static {
 /// starts in every process within about this long.
 pub const GROUP_PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Circuit breakers shared by every process: a downstream one process found down stops
+/// every process's workers of the types it guards, and one probe at a time (across
+/// processes) tests it on a backoff.
+pub trait BreakerStore: Send + Sync + 'static {
+    /// Opens breaker `name` at `now` with `reason`, its first probe due `first_probe` later;
+    /// true when this call opened it, false when it was open already (then nothing
+    /// changes). Creates its row on first use.
+    fn open_breaker<'a>(
+        &'a self,
+        name: &'a str,
+        reason: &'a str,
+        now: Now,
+        first_probe: Duration,
+    ) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Gives the probe of open breaker `name` to `owner` for `lease` when it is due and no
+    /// other holds it (or the other's lease expired); `None` otherwise.
+    fn take_probe<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
+        now: Now,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<ProbeGrant>, Error>>;
+    /// Records that `owner`'s probe of breaker `name` failed: the breaker stays open and
+    /// the next probe is due `failure.next_in` from `now`. Applies only while `owner`
+    /// holds the probe.
+    fn probe_failed<'a>(
+        &'a self,
+        name: &'a str,
+        owner: &'a str,
+        failure: ProbeFailure<'a>,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Closes breaker `name` at `now`; true when this call closed it.
+    fn close_breaker<'a>(&'a self, name: &'a str, now: Now) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Makes the next probe of open breaker `name` due at `now` (an operator who knows the
+    /// downstream is back); false if it is not open.
+    fn probe_breaker_now<'a>(
+        &'a self,
+        name: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Every breaker that ever opened, by name, as of `now`.
+    fn breakers(&self, now: Now) -> BoxFuture<'_, Result<Vec<BreakerState>, Error>>;
+}
+
 /// Counts per type and status, and the history of what the workers did.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
@@ -359,6 +407,7 @@ pub trait Backend:
     + LiveMessageStore
     + GroupStore
     + StatsStore
+    + BreakerStore
     + Clone
     + Send
     + Sync

@@ -40,6 +40,9 @@ pub(crate) trait ErasedHandler: Send + Sync {
         payload: Vec<u8>,
         delivery: Delivery,
     ) -> BoxFuture<'static, Result<(), AttemptFailed>>;
+
+    /// The downstream the handler names for its circuit breaker ([`Handler::downstream`]).
+    fn downstream(&self) -> Option<String>;
 }
 
 /// A typed handler, its state and the type's time limit.
@@ -90,6 +93,10 @@ where
     S: Send + Sync + 'static,
     H: Handler<M, S>,
 {
+    fn downstream(&self) -> Option<String> {
+        self.handler.downstream()
+    }
+
     fn handle(
         &self,
         payload: Vec<u8>,

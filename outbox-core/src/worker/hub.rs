@@ -93,6 +93,24 @@ impl<B: Backend> Hub<B> {
         self.live().iter().for_each(|s| s.wake.notify_one());
     }
 
+    /// Gives back every buffered (claimed, not started) message of `types`, in every
+    /// worker; returns how many.
+    pub(crate) fn release_types(&self, types: &[&str]) -> usize {
+        self.live()
+            .iter()
+            .filter(|s| types.contains(&s.settings.type_tag))
+            .map(|s| s.release_buffered(None))
+            .sum()
+    }
+
+    /// Wakes the workers of `types` (their messages may start again).
+    pub(crate) fn wake_types(&self, types: &[&str]) {
+        self.live()
+            .iter()
+            .filter(|s| types.contains(&s.settings.type_tag))
+            .for_each(|s| s.wake.notify_one());
+    }
+
     /// The workers still running (not closed).
     fn live(&self) -> Vec<Arc<Shared<B>>> {
         let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());

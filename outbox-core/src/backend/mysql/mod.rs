@@ -133,6 +133,14 @@ static QUERIES: Queries = Queries {
     stats_add: include_str!("queries/stats_add.sql"),
     stats_prune: include_str!("queries/stats_prune.sql"),
     stats_list: include_str!("queries/stats_list.sql"),
+    breaker_insert: include_str!("queries/breaker_insert.sql"),
+    breaker_open: include_str!("queries/breaker_open.sql"),
+    breaker_take_probe: include_str!("queries/breaker_take_probe.sql"),
+    breaker_probe_grant: include_str!("queries/breaker_probe_grant.sql"),
+    breaker_probe_failed: include_str!("queries/breaker_probe_failed.sql"),
+    breaker_close: include_str!("queries/breaker_close.sql"),
+    breaker_probe_now: include_str!("queries/breaker_probe_now.sql"),
+    breakers_list: include_str!("queries/breakers_list.sql"),
 };
 
 impl Dialect for MySqlBackend {

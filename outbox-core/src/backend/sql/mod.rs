@@ -13,6 +13,7 @@
 //! as one JSON parameter, so every statement is static whatever the batch size. `now` is
 //! bound as a nullable value: NULL makes the statement read the database's own clock.
 
+mod breakers;
 pub(crate) mod enqueue;
 pub(crate) mod rows;
 
@@ -268,6 +269,22 @@ pub struct Queries {
     pub stats_prune: &'static str,
     /// History rows from a minute on.
     pub stats_list: &'static str,
+    /// Creates a breaker's row, closed, unless it exists.
+    pub breaker_insert: &'static str,
+    /// Opens a closed breaker.
+    pub breaker_open: &'static str,
+    /// Gives an open breaker's due probe to one owner.
+    pub breaker_take_probe: &'static str,
+    /// The probe just taken: failed probes so far, time since the last WARN.
+    pub breaker_probe_grant: &'static str,
+    /// Records a failed probe and when the next is due.
+    pub breaker_probe_failed: &'static str,
+    /// Closes an open breaker.
+    pub breaker_close: &'static str,
+    /// Makes an open breaker's next probe due now.
+    pub breaker_probe_now: &'static str,
+    /// Every breaker.
+    pub breakers_list: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private

@@ -61,7 +61,10 @@ where
                 Ok(done) => return Ok(done),
                 Err(error) => error,
             };
-            if error.downcast_ref::<Deferred>().is_some() {
+            // Not attempted (a deferral), or decided below (the circuit breaker).
+            if error.downcast_ref::<Deferred>().is_some()
+                || error.downcast_ref::<Rescheduled>().is_some()
+            {
                 return Err(error);
             }
             let (kind, reason) = match error.downcast_ref::<AttemptFailed>() {

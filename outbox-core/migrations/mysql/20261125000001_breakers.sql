@@ -1,0 +1,16 @@
+-- Circuit breakers: one row per downstream (an SMTP relay, an API) a handler reported
+-- down, shared by every process. While `opened_at` is set the types it guards start
+-- nothing but one probe at a time (held by `probe_owner` until `probe_until`), due at
+-- `probe_at`. Times are unix milliseconds.
+CREATE TABLE IF NOT EXISTS outbox_breakers (
+    name VARCHAR(255) NOT NULL PRIMARY KEY,
+    opened_at BIGINT,  -- set while open
+    reason TEXT,  -- what opened it, or the last failed probe
+    probes_failed INTEGER NOT NULL DEFAULT 0,
+    probe_at BIGINT,  -- the next probe may start then
+    probe_owner VARCHAR(255),  -- the process running the probe
+    probe_until BIGINT,  -- its lease
+    warned_at BIGINT,  -- the last WARN about it (one a minute at most)
+    closed_at BIGINT,
+    times_opened BIGINT NOT NULL DEFAULT 0
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

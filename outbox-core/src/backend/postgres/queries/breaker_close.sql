@@ -1,0 +1,5 @@
+-- Closes breaker $1 at $2 (unix ms; NULL: the database's clock); 0 rows when it was not
+-- open.
+UPDATE outbox_breakers
+SET opened_at = NULL, closed_at = COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint), probe_at = NULL, probe_owner = NULL, probe_until = NULL
+WHERE name = $1 AND opened_at IS NOT NULL

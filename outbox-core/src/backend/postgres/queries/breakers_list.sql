@@ -1,0 +1,9 @@
+-- Every breaker as of $1 (unix ms; NULL: the database's clock): name, opened_at, reason,
+-- probes_failed, ms to the next probe (while open), whether a probe holds a live lease,
+-- closed_at, times_opened.
+SELECT b.name, b.opened_at, b.reason, b.probes_failed,
+       CASE WHEN b.opened_at IS NOT NULL THEN GREATEST(COALESCE(b.probe_at, p.now_ms) - p.now_ms, 0) END,
+       CASE WHEN b.probe_owner IS NOT NULL AND b.probe_until > p.now_ms THEN 1 ELSE 0 END,
+       b.closed_at, b.times_opened
+FROM outbox_breakers AS b, (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now_ms) AS p
+ORDER BY b.name
