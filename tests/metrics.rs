@@ -105,4 +105,11 @@ async fn the_exporter_reports_the_drains_counters_and_gauges() {
         Some(0.0),
         "{text}"
     );
+    // The type's circuit breaker (named by the type: its handler names no downstream),
+    // closed: no attempt said the downstream was down.
+    assert_eq!(
+        value(&text, "outbox_breaker_open", r#"breaker="signup_mail""#),
+        Some(0.0),
+        "{text}"
+    );
 }

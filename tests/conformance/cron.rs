@@ -105,19 +105,19 @@ pub async fn a_limited_drain_sends_what_the_limit_allows<H: Harness>() {
     );
 }
 
-/// 20 mails under 20/s with a burst of 1, the worker deferring (not waiting) whenever the
+/// 100 mails under 5/s with a burst of 1, the worker deferring (not waiting) whenever the
 /// bucket is empty: they start in enqueue order though most were deferred, and mail 5,
 /// given up at its first attempt and requeued while the rest wait, starts after all of
-/// them (a requeue goes to the back).
+/// them (a requeue goes to the back). About 20 s.
 pub async fn oldest_first_under_a_limit<H: Harness>() {
     let h = H::new().await;
-    let mails: Vec<Mail> = (1..=20).map(|n| Mail { n }).collect();
+    let mails: Vec<Mail> = (1..=100).map(|n| Mail { n }).collect();
     let mut tx = h.pool().begin().await.unwrap();
     enqueue_many(&mut *tx, &mails).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(Calls::default());
     let outbox = Outbox::with_state(h.backend(), Arc::clone(&calls))
-        .rate_limit("fifo", RateLimit::per_second(20.0).burst(1))
+        .rate_limit("fifo", RateLimit::per_second(5.0).burst(1))
         .register_with::<Mail, _>(
             |m: Mail, ctx: MessageContext<Arc<Calls>>| async move {
                 if ctx.state().record(m.n) == 1 && m.n == 5 {
@@ -149,18 +149,23 @@ pub async fn oldest_first_under_a_limit<H: Harness>() {
             let requeued = admin.dead_letters().requeue_all().await.unwrap();
             assert_eq!(requeued.requeued, 1);
             let all = async {
-                while calls.len() < 21 {
+                while calls.len() < 101 {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             };
-            tokio::time::timeout(Duration::from_secs(20), all)
+            tokio::time::timeout(Duration::from_secs(60), all)
                 .await
                 .expect("every mail started");
         })
         .await
         .unwrap();
+    let deferred = outbox.delivery_counts().deferred;
+    assert!(
+        deferred >= 50,
+        "most mails were deferred by the limit first: {deferred}"
+    );
     let order: Vec<i64> = calls.0.lock().unwrap().iter().map(|c| c.0).collect();
-    let mut expected: Vec<i64> = (1..=20).collect();
+    let mut expected: Vec<i64> = (1..=100).collect();
     expected.push(5);
     assert_eq!(order, expected, "oldest first, the requeued one last");
 }
@@ -203,6 +208,64 @@ pub async fn an_undeliverable_message_spends_no_token<H: Harness>() {
         .unwrap();
     assert!(
         letters[0].last_error.contains("does not decode"),
+        "{}",
+        letters[0].last_error
+    );
+}
+
+/// An email that fails its own checks (no recipient: written by other code, past the
+/// enqueue's validation) is given up before the rate limit, with the check's reason: the
+/// one token of a bucket that refills once an hour goes to the valid email behind it,
+/// which the mailer sends.
+pub async fn an_invalid_email_spends_no_token<H: Harness>() {
+    use outbox::smtp::{Email, Mailer, MailerConfig};
+    let h = H::new().await;
+    let valid = Email::builder()
+        .from("Shop <shop@example.com>")
+        .to("ada@example.com")
+        .subject("Your order")
+        .text("Thanks.")
+        .build()
+        .unwrap();
+    let mut invalid = serde_json::to_value(&valid).unwrap();
+    invalid["to"] = serde_json::json!([]);
+    let select = match H::NAME {
+        "postgres" => "SELECT $1::text AS payload, NULL::text AS idempotency_key",
+        _ => "SELECT ? AS payload, NULL AS idempotency_key",
+    };
+    let bad = outbox::Select::new(select).bind(invalid.to_string());
+    let mut tx = h.pool().begin().await.unwrap();
+    // Whether or not the enqueue checks it, the application commits what it wrote.
+    let _ = outbox::enqueue_select::<Email, _>(&mut *tx, &bad, EnqueueOptions::new()).await;
+    valid.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mailer = Mailer::new(MailerConfig::file(dir.path())).unwrap();
+    let report = Outbox::new(h.backend())
+        .rate_limit("scarce", RateLimit::per_hour(1.0).burst(1))
+        .register_with::<Email, _>(mailer.handler(), QueueOptions::new().rate_limit("scarce"))
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.counts.delivered, report.counts.given_up),
+        (1, 1),
+        "the valid email got the token, the invalid one none: {:?}",
+        report.counts
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "one .eml written"
+    );
+    let letters = Outbox::new(h.backend())
+        .admin()
+        .dead_letters()
+        .list(&outbox::DeadLetterFilter::all(), 0, 10)
+        .await
+        .unwrap();
+    assert!(
+        letters[0].last_error.contains("invalid"),
         "{}",
         letters[0].last_error
     );

@@ -192,6 +192,10 @@ macro_rules! conformance {
                 cron::an_undeliverable_message_spends_no_token::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_invalid_email_spends_no_token() {
+                cron::an_invalid_email_spends_no_token::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn two_processes_steer_a_group() {
                 groups::two_processes_steer_a_group::<H>().await
             }
