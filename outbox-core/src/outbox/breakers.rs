@@ -1,13 +1,11 @@
-//! Keeps the process's circuit breakers in step with `outbox_breakers`, and asks for
-//! their probes when they are due.
+//! The process's circuit breakers: one switch per breaker name, kept in step with the open
+//! breakers the process's steering read returns, and their probes asked for when due.
 
 use std::{
     collections::{BTreeMap, HashMap},
     sync::Arc,
     time::{Duration, Instant},
 };
-
-use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
     clock::Clock,
@@ -65,55 +63,47 @@ pub(super) fn switches<B: Backend>(
     switches
 }
 
-/// Reads the breakers every [`BREAKER_POLL`] (sooner when a probe is due), until stopped.
-pub(super) fn watch<B: Backend>(
-    backend: B,
-    clock: Arc<dyn Clock>,
-    switches: Vec<Arc<BreakerSwitch>>,
-    owner: Arc<str>,
-    mut stopped: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let wait = read_once(&backend, clock.as_ref(), &switches, &owner).await;
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stopped.wait_for(|s| *s) => return,
-            }
+/// Each breaker once (several types may share one).
+pub(super) fn distinct(
+    switches: &HashMap<&'static str, Arc<BreakerSwitch>>,
+) -> Vec<Arc<BreakerSwitch>> {
+    let mut distinct: Vec<Arc<BreakerSwitch>> = Vec::new();
+    for s in switches.values() {
+        if !distinct.iter().any(|d| Arc::ptr_eq(d, s)) {
+            distinct.push(Arc::clone(s));
         }
-    })
+    }
+    distinct
 }
 
-/// Reads the breakers once: applies what other processes changed, and takes each due
-/// probe this process wants. Returns how long to wait before the next read.
-pub(super) async fn read_once<B: Backend>(
+/// The state versions of `switches` before a read: a read applies only to a breaker that
+/// did not change here meanwhile.
+pub(super) fn versions(switches: &[Arc<BreakerSwitch>]) -> Vec<u64> {
+    switches.iter().map(|s| s.with(|l| l.version())).collect()
+}
+
+/// Applies a read of the open breakers (`open`, read from `versions` on): what other
+/// processes opened or closed, and takes each due probe this process wants. Returns how
+/// long to wait before the next read ([`BREAKER_POLL`], or less when a probe is due).
+pub(super) async fn apply<B: Backend>(
     backend: &B,
     clock: &dyn Clock,
     switches: &[Arc<BreakerSwitch>],
+    versions: &[u64],
+    open: &[BreakerState],
     owner: &str,
 ) -> Duration {
-    let versions: Vec<u64> = switches.iter().map(|s| s.with(|l| l.version())).collect();
-    let rows = match backend.breakers(clock.database_now()).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            tracing::debug!(error = %e, "cannot read the circuit breakers; keeping the last known state");
-            return BREAKER_POLL;
-        }
-    };
     let mut wait = BREAKER_POLL;
     for (switch, version) in switches.iter().zip(versions) {
-        let row = rows.iter().find(|r| r.name == switch.name());
-        let open = row.is_some_and(BreakerState::is_open);
-        match switch.with(|l| l.observe(version, open, Instant::now())) {
+        let row = open.iter().find(|r| r.name == switch.name());
+        match switch.with(|l| l.observe(*version, row.is_some(), Instant::now())) {
             Change::Opened => switch.notify(BreakerEvent::Held),
             Change::Closed => switch.notify(BreakerEvent::Released),
             Change::None => {}
         }
         metrics::gauge!(names::BREAKER_OPEN, "breaker" => switch.name().to_owned())
             .set(if switch.is_open() { 1.0 } else { 0.0 });
-        let Some(row) = row.filter(|r| r.is_open()) else {
-            continue;
-        };
+        let Some(row) = row else { continue };
         if !switch.with(|l| l.wants_probe(Instant::now())) {
             continue;
         }

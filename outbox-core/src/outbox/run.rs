@@ -171,22 +171,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let names = WorkerNames::new();
         let hub = Hub::new();
         let (stop, stopped) = watch::channel(false);
-        // Start paused types paused: read the table once before any worker runs.
-        let paused = match self.backend.paused().await {
-            Ok(paused) => paused,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the paused types at start");
-                Vec::new()
-            }
-        };
-        let mut switches = HashMap::new();
-        // Start paused groups paused too.
-        match self.backend.paused_groups().await {
-            Ok(groups) => {
-                hub.paused_groups.set(groups.into_iter().collect());
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the paused groups at start"),
-        }
+        let switches: HashMap<&'static str, Arc<PauseSwitch>> = self
+            .registrations
+            .iter()
+            .map(|r| (r.queue, Arc::new(PauseSwitch::default())))
+            .collect();
         let breakers = breakers::switches(
             self.registrations
                 .iter()
@@ -197,22 +186,20 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 .collect(),
             &hub,
         );
-        let owner: Arc<str> = Arc::from(names.prefix());
-        let mut distinct: Vec<Arc<BreakerSwitch>> = Vec::new();
-        for s in breakers.values() {
-            if !distinct.iter().any(|d| Arc::ptr_eq(d, s)) {
-                distinct.push(Arc::clone(s));
-            }
-        }
-        // Start behind the breakers that are open: read them once before any worker runs.
-        breakers::read_once(&self.backend, self.clock.as_ref(), &distinct, &owner).await;
+        let steer = pauses::Steer {
+            pauses: switches.clone(),
+            breakers: breakers::distinct(&breakers),
+            hub: Arc::clone(&hub),
+            owner: Arc::from(names.prefix()),
+        };
+        // Start paused types and groups paused, and behind the open breakers: read them
+        // once before any worker runs.
+        steer.read_once(&self.backend, self.clock.as_ref()).await;
         let workers = self
             .registrations
             .iter()
             .map(|r| {
-                let switch = Arc::new(PauseSwitch::default());
-                switch.set(paused.iter().any(|p| p.type_tag == r.queue));
-                switches.insert(r.queue, Arc::clone(&switch));
+                let switch = Arc::clone(&switches[r.queue]);
                 let layers = OutboxLayers::new(
                     DeadLetterLayer::new(r.queue),
                     RetryLayer::new(r.options.schedule().clone()),
@@ -234,7 +221,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                                 Arc::clone(switch),
                                 Arc::new(self.backend.clone()),
                                 Arc::clone(&self.clock),
-                                Arc::clone(&owner),
+                                Arc::clone(&steer.owner),
                             )
                         }),
                         r.options.bucket().map(|bucket| {
@@ -280,22 +267,14 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             .unwrap_or(Duration::from_secs(10));
         let (min, max) = self.idle_poll;
         let mut helpers = vec![
-            pauses::watch(
+            steer.watch(
                 self.backend.clone(),
-                switches,
-                Arc::clone(&hub),
+                Arc::clone(&self.clock),
                 stopped.clone(),
             ),
             groups::fire_hooks(
                 self.backend.clone(),
                 Arc::clone(&self.clock),
-                stopped.clone(),
-            ),
-            breakers::watch(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                distinct,
-                owner,
                 stopped.clone(),
             ),
             watch_due(

@@ -178,3 +178,54 @@ pub async fn breakers_run_at_the_database_clock<H: PortHarness>(h: &H) {
     assert!(b.close_breaker(NAME, Now::Database).await.unwrap());
     assert!(!b.breakers(Now::Database).await.unwrap()[0].is_open());
 }
+
+/// The steering read returns, in one statement, the paused types (with their reason), the
+/// paused groups and the open breakers with their probe state — not the closed ones.
+pub async fn steering_reads_pauses_groups_and_open_breakers<H: PortHarness>(h: &H) {
+    use crate::store::{GroupStore, PauseStore};
+    let b = h.backend();
+    let empty = b.steering(Now::At(at(0))).await.unwrap();
+    assert_eq!(empty, crate::store::Steering::default());
+    b.pause("port_t", "typo", Now::At(at(10))).await.unwrap();
+    b.pause_group("g1", "hold", Now::At(at(20))).await.unwrap();
+    b.open_breaker(NAME, "refused", Now::At(at(1_000)), Duration::from_secs(1))
+        .await
+        .unwrap();
+    b.open_breaker(
+        "closed-one",
+        "x",
+        Now::At(at(1_000)),
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    b.close_breaker("closed-one", Now::At(at(1_100)))
+        .await
+        .unwrap();
+    let s = b.steering(Now::At(at(1_250))).await.unwrap();
+    assert_eq!(s.paused_types.len(), 1);
+    assert_eq!(
+        (
+            s.paused_types[0].type_tag.as_str(),
+            s.paused_types[0].reason.as_str()
+        ),
+        ("port_t", "typo")
+    );
+    assert_eq!(s.paused_types[0].paused_at, at(10));
+    assert_eq!(s.paused_groups, ["g1"]);
+    assert_eq!(s.open_breakers.len(), 1, "{:?}", s.open_breakers);
+    let open = &s.open_breakers[0];
+    assert_eq!(open.name, NAME);
+    assert_eq!(open.opened_at, Some(at(1_000)));
+    assert_eq!(open.next_probe_in, Some(Duration::from_millis(750)));
+    assert!(!open.probing);
+    let s = b.steering(Now::Database).await.unwrap();
+    assert_eq!(
+        (
+            s.paused_types.len(),
+            s.paused_groups.len(),
+            s.open_breakers.len()
+        ),
+        (1, 1, 1)
+    );
+}

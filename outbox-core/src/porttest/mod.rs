@@ -151,6 +151,7 @@ macro_rules! port_suite {
             breakers::a_breaker_opens_once_and_closes_once,
             breakers::one_probe_at_a_time_on_its_backoff,
             breakers::breakers_run_at_the_database_clock,
+            breakers::steering_reads_pauses_groups_and_open_breakers,
             housekeeping::count_unfinished_sees_due_and_held_messages,
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,

@@ -59,6 +59,18 @@ pub struct PausedType {
     pub reason: String,
 }
 
+/// What a running outbox reads five times a second, in one statement: what is paused, and
+/// which circuit breakers are open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Steering {
+    /// The paused types.
+    pub paused_types: Vec<PausedType>,
+    /// The names of the paused groups.
+    pub paused_groups: Vec<String>,
+    /// The open circuit breakers.
+    pub open_breakers: Vec<BreakerState>,
+}
+
 /// A pending-message count for a type that no handler in this process is registered for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnregisteredType {
@@ -212,6 +224,9 @@ pub trait PauseStore: Send + Sync + 'static {
     fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
     /// Every paused type.
     fn paused(&self) -> BoxFuture<'_, Result<Vec<PausedType>, Error>>;
+    /// The paused types and groups and the open circuit breakers (their probe state at
+    /// `now`), in one read: what every running outbox polls.
+    fn steering(&self, now: Now) -> BoxFuture<'_, Result<Steering, Error>>;
 }
 
 /// The dead-letter table.

@@ -141,6 +141,7 @@ static QUERIES: Queries = Queries {
     breaker_close: include_str!("queries/breaker_close.sql"),
     breaker_probe_now: include_str!("queries/breaker_probe_now.sql"),
     breakers_list: include_str!("queries/breakers_list.sql"),
+    steering: include_str!("queries/steering.sql"),
 };
 
 impl Dialect for MySqlBackend {

@@ -129,21 +129,25 @@ impl<D: Dialect> BreakerStore for D {
             let rows = self
                 .fetch(None, self.queries().breakers_list, &args)
                 .await?;
-            let states = rows.iter().map(|r| {
-                Ok(BreakerState {
-                    name: r.text(0)?,
-                    opened_at: r.opt_int(1)?.map(from_unix_millis),
-                    reason: r.opt_text(2)?,
-                    probes_failed: u32::try_from(r.int(3)?.max(0)).unwrap_or(u32::MAX),
-                    next_probe_in: r
-                        .opt_int(4)?
-                        .map(|ms| Duration::from_millis(ms.max(0) as u64)),
-                    probing: r.int(5)? != 0,
-                    closed_at: r.opt_int(6)?.map(from_unix_millis),
-                    times_opened: r.int(7)?.max(0) as u64,
-                })
-            });
+            let states = rows.iter().map(|r| breaker_state(r, 0));
             Ok(states.collect::<Result<_, sqlx::Error>>()?)
         })
     }
+}
+
+/// A breaker's state from the row's columns `at..at + 8`: name, opened_at, reason,
+/// probes_failed, ms to the next probe, probing, closed_at, times_opened.
+pub(super) fn breaker_state<R: SqlRow>(r: &R, at: usize) -> Result<BreakerState, sqlx::Error> {
+    Ok(BreakerState {
+        name: r.text(at)?,
+        opened_at: r.opt_int(at + 1)?.map(from_unix_millis),
+        reason: r.opt_text(at + 2)?,
+        probes_failed: u32::try_from(r.int(at + 3)?.max(0)).unwrap_or(u32::MAX),
+        next_probe_in: r
+            .opt_int(at + 4)?
+            .map(|ms| Duration::from_millis(ms.max(0) as u64)),
+        probing: r.int(at + 5)? != 0,
+        closed_at: r.opt_int(at + 6)?.map(from_unix_millis),
+        times_opened: r.int(at + 7)?.max(0) as u64,
+    })
 }

@@ -35,8 +35,8 @@ use crate::{
         BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
         GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage, LiveMessageDetail,
         LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore, RateBucketStore,
-        RateLimit, Requeued, Settled, Settlement, StatsStore, TokenGrant, TypeCounts, TypeOutcomes,
-        UnregisteredType, WorkerBeat,
+        RateLimit, Requeued, Settled, Settlement, StatsStore, Steering, TokenGrant, TypeCounts,
+        TypeOutcomes, UnregisteredType, WorkerBeat,
     },
 };
 
@@ -285,6 +285,8 @@ pub struct Queries {
     pub breaker_probe_now: &'static str,
     /// Every breaker.
     pub breakers_list: &'static str,
+    /// The paused types and groups and the open breakers, in one read.
+    pub steering: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private
@@ -811,6 +813,26 @@ impl<D: Dialect> PauseStore for D {
 
     fn resume<'a>(&'a self, type_tag: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(resume_row(self, self.queries().resume, type_tag))
+    }
+
+    fn steering(&self, now: Now) -> BoxFuture<'_, Result<Steering, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now))];
+            let rows = self.fetch(None, self.queries().steering, &args).await?;
+            let mut steering = Steering::default();
+            for r in &rows {
+                match r.int(0)? {
+                    0 => steering.paused_types.push(PausedType {
+                        type_tag: r.text(1)?,
+                        paused_at: crate::clock::from_unix_millis(r.int(2)?),
+                        reason: r.text(3)?,
+                    }),
+                    1 => steering.paused_groups.push(r.text(1)?),
+                    _ => steering.open_breakers.push(breakers::breaker_state(r, 1)?),
+                }
+            }
+            Ok(steering)
+        })
     }
 
     fn paused(&self) -> BoxFuture<'_, Result<Vec<PausedType>, Error>> {
