@@ -101,16 +101,16 @@ async fn seed(pool: &sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>>
             email: format!("user{i}@example.com"),
             name: format!("User {i}"),
         };
-        mail.enqueue(&mut *tx).await?;
+        let _ = mail.enqueue(&mut *tx).await?;
     }
     for i in 0..4 {
         let mail = WelcomeMail {
             email: format!("nobody{i}@bad.example"),
             name: format!("Nobody {i}"),
         };
-        mail.enqueue(&mut *tx).await?;
+        let _ = mail.enqueue(&mut *tx).await?;
     }
-    WelcomeMail {
+    let _ = WelcomeMail {
         email: "later@example.com".into(),
         name: "Later".into(),
     }

@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     outbox.migrate().await?;
 
     let mut tx = pool.begin().await?;
-    Invoice {
+    let _ = Invoice {
         number: 1001,
         customer: "ACME Ltd".into(),
     }

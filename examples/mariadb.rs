@@ -81,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .bind(email)
             .execute(&mut *tx)
             .await?;
-        OrderConfirmation {
+        let _ = OrderConfirmation {
             order_id,
             email: email.into(),
         }

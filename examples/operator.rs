@@ -69,7 +69,7 @@ async fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
         AppCommand::Signup { email } => {
             let mut tx = pool.begin().await?;
-            WelcomeMail { email }.enqueue(&mut *tx).await?;
+            let _ = WelcomeMail { email }.enqueue(&mut *tx).await?;
             tx.commit().await?;
             Ok(ExitCode::SUCCESS)
         }

@@ -112,7 +112,7 @@ async fn enqueue(
             .subject(format!("Your order #{i}"))
             .text("Thanks for your order.")
             .build()?;
-        email.enqueue(&mut *tx).await?;
+        let _ = email.enqueue(&mut *tx).await?;
     }
     tx.commit().await?;
     Ok(())

@@ -44,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("2. Three newsletters are enqueued; the workers leave them alone for a second.");
         let mut tx = pool.begin().await?;
         for to in ["ada@example.com", "bob@example.com", "eve@example.com"] {
-            Newsletter { to: to.into() }.enqueue(&mut *tx).await?;
+            let _ = Newsletter { to: to.into() }.enqueue(&mut *tx).await?;
         }
         tx.commit().await?;
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -76,8 +76,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("2. Bob registers, but his payment fails: the transaction rolls back.");
     let mut tx = pool.begin().await?;
-    register(&mut tx, "Bob", "bob@example.com").await?;
+    let bob = register(&mut tx, "Bob", "bob@example.com").await?;
     tx.rollback().await?;
+    println!(
+        "   message {} was written in the transaction, and rolled back with it",
+        bob.id()
+    );
     println!("   no row, and no mail to Bob either");
 
     println!("3. Ada submits the form twice: the second mail is a duplicate and is skipped.");

@@ -67,7 +67,7 @@ async fn register(
             .fetch_one(&mut *tx)
             .await?;
     for mail in mails_for(id, name, address)? {
-        mail.enqueue(&mut *tx).await?;
+        let _ = mail.enqueue(&mut *tx).await?;
     }
     Ok(id)
 }

@@ -58,7 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let admin = outbox.admin();
 
     println!("1. The mail is enqueued and delivered.");
-    enqueue_reset(&pool).await?;
+    let _ = enqueue_reset(&pool).await?;
     outbox.drain().await?;
     println!("   done rows kept: {}", done_rows(&admin).await?);
 

@@ -99,8 +99,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     outbox.migrate().await?;
 
     let mut tx = pool.begin().await?;
-    FlakyCall { order: 42 }.enqueue(&mut *tx).await?;
-    Report {
+    let _ = FlakyCall { order: 42 }.enqueue(&mut *tx).await?;
+    let _ = Report {
         month: "2026-10".into(),
     }
     .enqueue(&mut *tx)

@@ -100,7 +100,7 @@ async fn rollback_writes_no_message_and_commit_writes_exactly_one() {
 
     let mut tx = db.pool.begin().await.unwrap();
     insert_user(&mut tx, 1).await;
-    Welcome {
+    let _ = Welcome {
         user_id: 1,
         email: "a@example.test".into(),
     }
@@ -539,7 +539,7 @@ async fn a_worker_survives_a_locked_database() {
         sqlx::query("COMMIT").execute(&mut *locker).await.unwrap();
         drop(locker);
         let mut tx = db.pool.begin().await.unwrap();
-        Reminder { user_id: 1 }.enqueue(&mut *tx).await.unwrap();
+        let _ = Reminder { user_id: 1 }.enqueue(&mut *tx).await.unwrap();
         tx.commit().await.unwrap();
         let delivered = eventually(Duration::from_secs(20), || async {
             seen.calls.load(Ordering::SeqCst) == 1
@@ -564,7 +564,7 @@ async fn run_picks_up_messages_committed_later() {
         tokio::time::sleep(Duration::from_millis(300)).await; // the worker is idle
         for i in 0..20 {
             let mut tx = db.pool.begin().await.unwrap();
-            Reminder { user_id: i }.enqueue(&mut *tx).await.unwrap();
+            let _ = Reminder { user_id: i }.enqueue(&mut *tx).await.unwrap();
             tx.commit().await.unwrap();
             let committed = SystemTime::now();
             let n = i as u32 + 1;
@@ -627,7 +627,7 @@ async fn the_same_outbox_can_drain_again_and_again() {
     let outbox = outbox(&db, &seen);
     for round in 1..=3 {
         let mut tx = db.pool.begin().await.unwrap();
-        Reminder { user_id: round }.enqueue(&mut *tx).await.unwrap();
+        let _ = Reminder { user_id: round }.enqueue(&mut *tx).await.unwrap();
         tx.commit().await.unwrap();
         let report = tokio::time::timeout(Duration::from_secs(20), outbox.drain())
             .await

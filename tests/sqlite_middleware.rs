@@ -210,8 +210,8 @@ async fn a_permanent_error_is_dead_lettered_after_one_attempt() {
 async fn timeouts_and_panics_are_retried_then_dead_lettered() {
     let db = TestDb::new().await;
     let mut tx = db.pool.begin().await.unwrap();
-    Fragile::Panic.enqueue(&mut *tx).await.unwrap();
-    Fragile::Hang.enqueue(&mut *tx).await.unwrap();
+    let _ = Fragile::Panic.enqueue(&mut *tx).await.unwrap();
+    let _ = Fragile::Hang.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(AtomicU32::new(0));
     let outbox = Outbox::with_state(db.backend(), Arc::clone(&calls)).register_with::<Fragile, _>(
@@ -630,9 +630,9 @@ async fn a_missing_bucket_is_a_configuration_error_at_start() {
 async fn status_counts_cover_every_state_in_one_call() {
     let db = TestDb::new().await;
     let mut tx = db.pool.begin().await.unwrap();
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 3 }
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 3 }
         .enqueue_with(
             &mut *tx,
             EnqueueOptions::new().after(Duration::from_secs(600)),
@@ -653,7 +653,7 @@ async fn status_counts_cover_every_state_in_one_call() {
         );
     outbox.drain().await.unwrap();
     let mut tx = db.pool.begin().await.unwrap();
-    Mail { n: 4 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 4 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let started = Instant::now();
     let counts = outbox.admin().status_counts().await.unwrap();

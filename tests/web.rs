@@ -244,7 +244,7 @@ async fn serve_app(app: axum::Router, connect_info: bool) -> String {
 async fn enqueue_notes(db: &TestDb, range: std::ops::Range<u32>) {
     let mut tx = db.pool.begin().await.unwrap();
     for n in range {
-        Note { n }.enqueue(&mut *tx).await.unwrap();
+        let _ = Note { n }.enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
 }
@@ -263,7 +263,7 @@ async fn counts(db: &TestDb, type_tag: &str) -> TypeCounts {
 async fn make_dead_letters(db: &TestDb, n: u32) {
     let mut tx = db.pool.begin().await.unwrap();
     for order in 0..n {
-        Failing { order }.enqueue(&mut *tx).await.unwrap();
+        let _ = Failing { order }.enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
     Outbox::new(db.backend())
@@ -411,7 +411,7 @@ async fn pausing_a_type_stops_its_worker_until_resumed() {
         let pool = db.pool.clone();
         async move {
             let mut conn = pool.acquire().await.unwrap();
-            Counted { n }.enqueue(&mut *conn).await.unwrap();
+            let _ = Counted { n }.enqueue(&mut *conn).await.unwrap();
         }
     };
     enqueue(0).await;
@@ -884,7 +884,7 @@ async fn screenshots_of_each_page() {
     // Delivered before the admin starts: the persisted history shows them.
     let mut tx = db.pool.begin().await.unwrap();
     for n in 0..8 {
-        Counted { n }.enqueue(&mut *tx).await.unwrap();
+        let _ = Counted { n }.enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
     Outbox::new(db.backend())
@@ -1310,7 +1310,7 @@ async fn pages_without_a_live_part_stay_whole() {
 async fn enqueue_group_notes(db: &TestDb, group: &str, prefix: &str, range: std::ops::Range<u32>) {
     let mut tx = db.pool.begin().await.unwrap();
     for n in range {
-        Note { n }
+        let _ = Note { n }
             .enqueue_with(
                 &mut *tx,
                 EnqueueOptions::new()
@@ -1389,13 +1389,13 @@ async fn groups_are_paused_resumed_and_cancelled_from_their_page() {
     // spring: 6 delivered, 4 waiting; autumn: 2 dead, 3 waiting.
     let mut tx = db.pool.begin().await.unwrap();
     for n in 0..6 {
-        Counted { n }
+        let _ = Counted { n }
             .enqueue_with(&mut *tx, EnqueueOptions::new().group("spring"))
             .await
             .unwrap();
     }
     for order in 0..2 {
-        Failing { order }
+        let _ = Failing { order }
             .enqueue_with(&mut *tx, EnqueueOptions::new().group("autumn"))
             .await
             .unwrap();
@@ -1549,7 +1549,7 @@ async fn live_messages_are_filtered_paged_retried_and_cancelled() {
     enqueue_group_notes(&db, "bulk", "bulk-", 0..55).await;
     let mut tx = db.pool.begin().await.unwrap();
     for n in 0..3 {
-        Note { n: 100 + n }
+        let _ = Note { n: 100 + n }
             .enqueue_with(
                 &mut *tx,
                 EnqueueOptions::new()

@@ -7,7 +7,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// [`EnqueueError::Database`], after which the caller should roll its transaction back.
 /// After [`EnqueueError::TransactionAborted`] and [`EnqueueError::LockTimeout`] nothing of
 /// the caller's transaction will be written at all: run it again.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum EnqueueError {
     /// The message could not be turned into JSON.
@@ -150,7 +150,7 @@ pub enum EnqueueError {
 }
 
 /// Errors from setting up or running the outbox (migrations, workers, signals).
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A query issued by the library failed.
@@ -374,3 +374,21 @@ mod tests {
         assert_eq!(outbox_table("no such table: users"), None);
     }
 }
+
+/// `Debug` of an error type that prints its `Display` text, the way `anyhow` does: a
+/// `fn main() -> Result<(), outbox::Error>` that fails shows the message that says what to
+/// do (`Error: the outbox table … call outbox.migrate() at start-up`), not the variant's
+/// fields.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __debug_as_display {
+    ($($ty:ty),* $(,)?) => {$(
+        impl ::std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(self, f)
+            }
+        }
+    )*};
+}
+
+__debug_as_display!(EnqueueError, Error);

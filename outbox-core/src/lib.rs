@@ -56,3 +56,76 @@ pub use backend::mysql::{self, MySqlBackend};
 pub use backend::postgres::{self, PostgresBackend};
 #[cfg(feature = "sqlite")]
 pub use backend::sqlite::{self, SqliteBackend};
+
+/// The sqlx this library is built on (0.9): the application's pools, connections and
+/// transactions must come from this version to enqueue through them.
+pub use sqlx;
+
+/// Stand-ins for the backends whose cargo feature is off, so that using one names the
+/// feature to turn on (in the deprecation note the compiler prints beside the error).
+mod missing_features {
+    /// Off: PostgreSQL support is a cargo feature.
+    #[cfg(not(feature = "postgres"))]
+    #[deprecated(
+        note = "PostgreSQL support is the `postgres` feature of outbox: add `features = [\"postgres\"]` to the outbox dependency in Cargo.toml"
+    )]
+    pub struct PostgresBackend;
+
+    /// Off: MariaDB/MySQL support is a cargo feature.
+    #[cfg(not(feature = "mysql"))]
+    #[deprecated(
+        note = "MariaDB/MySQL support is the `mysql` feature of outbox: add `features = [\"mysql\"]` to the outbox dependency in Cargo.toml"
+    )]
+    pub struct MySqlBackend;
+
+    /// Off: SQLite support is a cargo feature (on by default).
+    #[cfg(not(feature = "sqlite"))]
+    #[deprecated(
+        note = "SQLite support is the `sqlite` feature of outbox (a default feature): add `features = [\"sqlite\"]` to the outbox dependency, or keep the default features"
+    )]
+    pub struct SqliteBackend;
+
+    /// Off: PostgreSQL support is a cargo feature.
+    #[cfg(not(feature = "postgres"))]
+    pub mod postgres {
+        /// What `connect` takes while the `postgres` feature is off: nothing converts into
+        /// it, so the call fails to compile and the type's name says what to do.
+        pub enum EnablePostgresFeatureOfOutbox {}
+
+        /// Off: PostgreSQL support is a cargo feature.
+        #[deprecated(
+            note = "PostgreSQL support is the `postgres` feature of outbox: add `features = [\"postgres\"]` to the outbox dependency in Cargo.toml"
+        )]
+        pub fn connect(feature_is_off: EnablePostgresFeatureOfOutbox) -> std::convert::Infallible {
+            match feature_is_off {}
+        }
+    }
+
+    /// Off: MariaDB/MySQL support is a cargo feature.
+    #[cfg(not(feature = "mysql"))]
+    pub mod mysql {
+        /// What `connect` takes while the `mysql` feature is off: nothing converts into
+        /// it, so the call fails to compile and the type's name says what to do.
+        pub enum EnableMysqlFeatureOfOutbox {}
+
+        /// Off: MariaDB/MySQL support is a cargo feature.
+        #[deprecated(
+            note = "MariaDB/MySQL support is the `mysql` feature of outbox: add `features = [\"mysql\"]` to the outbox dependency in Cargo.toml"
+        )]
+        pub fn connect(feature_is_off: EnableMysqlFeatureOfOutbox) -> std::convert::Infallible {
+            match feature_is_off {}
+        }
+    }
+}
+#[cfg(not(feature = "sqlite"))]
+#[doc(hidden)]
+#[allow(deprecated)]
+pub use missing_features::SqliteBackend;
+#[cfg(not(feature = "mysql"))]
+#[doc(hidden)]
+#[allow(deprecated)]
+pub use missing_features::{mysql, MySqlBackend};
+#[cfg(not(feature = "postgres"))]
+#[doc(hidden)]
+#[allow(deprecated)]
+pub use missing_features::{postgres, PostgresBackend};

@@ -50,7 +50,7 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
 }
 
 /// Why [`OutboxMessage::validate`] refused a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct InvalidMessage {
     /// The offending field, as the application names it (e.g. `to[1]`).
     pub field: String,
@@ -134,7 +134,7 @@ pub fn validate_type_tag(tag: &str) -> Result<(), String> {
 }
 
 /// Why a stored payload could not be read as a message type.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum DecodeError {
     /// The stored message is of another type.
     #[error(
@@ -209,3 +209,5 @@ pub(crate) fn decode_stored<M: OutboxMessage>(
         source,
     })
 }
+
+crate::__debug_as_display!(InvalidMessage, DecodeError);

@@ -12,7 +12,7 @@ use std::{fmt, path::PathBuf, time::Duration};
 use outbox_core::{HandlerError, InvalidMessage};
 
 /// A mail configuration that cannot work; says which setting and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("mail configuration, setting `{setting}`: {reason}")]
 pub struct ConfigError {
     /// The setting or URL part at fault (`url`, `tls`, `pool`, ...).
@@ -112,7 +112,6 @@ impl fmt::Display for RefusedRecipient {
 }
 
 /// Why an email was not sent.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum SendError {
     /// The email does not pass its checks.
@@ -264,3 +263,7 @@ impl From<InvalidMessage> for SendError {
         SendError::Invalid(e)
     }
 }
+
+// `Debug` prints the `Display` text (what went wrong and what to do), so a `main` that
+// returns one of these shows it.
+outbox_core::__debug_as_display!(ConfigError, SendError);

@@ -115,7 +115,7 @@ pub fn with_user_info(url: &str, user_info: &str) -> String {
 async fn seed<H: Harness>(h: &H) -> Vec<String> {
     let mut tx = h.pool().begin().await.unwrap();
     for n in 1..=3 {
-        Mail {
+        let _ = Mail {
             n,
             to: format!("user{n}@example.com"),
         }
@@ -123,9 +123,9 @@ async fn seed<H: Harness>(h: &H) -> Vec<String> {
         .await
         .unwrap();
     }
-    Later { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Later { n: 1 }.enqueue(&mut *tx).await.unwrap();
     for n in 2..=3 {
-        Later { n }
+        let _ = Later { n }
             .enqueue_with(
                 &mut *tx,
                 EnqueueOptions::new().after(Duration::from_secs(3600)),
@@ -709,7 +709,7 @@ async fn seed_groups<H: Harness>(h: &H) -> (String, String) {
         if n == 14 {
             options = options.after(Duration::from_secs(3600));
         }
-        Later { n }.enqueue_with(&mut *tx, options).await.unwrap();
+        let _ = Later { n }.enqueue_with(&mut *tx, options).await.unwrap();
     }
     let autumn = Flaky { n: 1 }
         .enqueue_with(&mut *tx, EnqueueOptions::new().group("autumn"))

@@ -41,7 +41,7 @@ fn parse(args: &[&str]) -> outbox::cli::Command {
 async fn enqueue<H: Harness>(h: &H, ns: std::ops::RangeInclusive<i64>) {
     let mut tx = h.pool().begin().await.unwrap();
     for n in ns {
-        Mail {
+        let _ = Mail {
             n,
             to: format!("user{n}@example.com"),
         }

@@ -82,7 +82,7 @@ pub async fn atomic_enqueue<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     H::insert_user(&mut tx, 1).await;
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
     tx.rollback().await.unwrap();
     assert_eq!(
         (h.count_users().await, h.count_messages("conf.mail").await),
@@ -179,7 +179,7 @@ pub async fn delayed_message_waits<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     let at = SystemTime::now();
-    Mail { n: 1 }
+    let _ = Mail { n: 1 }
         .enqueue_with(
             &mut *tx,
             EnqueueOptions::new().after(Duration::from_secs(2)),
@@ -206,7 +206,7 @@ pub async fn delayed_message_waits<H: Harness>() {
 pub async fn durable_retry_schedule<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(Calls::default());
     let schedule = RetrySchedule::fixed([Duration::from_secs(1), Duration::from_secs(2)]);
@@ -244,7 +244,7 @@ pub async fn durable_retry_schedule<H: Harness>() {
 pub async fn retry_now_starts_a_retrying_message_within_a_second<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(Calls::default());
     let schedule = RetrySchedule::fixed([Duration::from_secs(60)]);
@@ -310,7 +310,7 @@ pub async fn dead_letters_and_requeue<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     let bad = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
-    OldMail {
+    let _ = OldMail {
         number_as_text: "2".into(),
     }
     .enqueue(&mut *tx)
@@ -470,9 +470,9 @@ pub async fn shared_rate_bucket<H: Harness>() {
 pub async fn status_counts<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 3 }
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 3 }
         .enqueue_with(
             &mut *tx,
             EnqueueOptions::new().after(Duration::from_secs(600)),
@@ -492,7 +492,7 @@ pub async fn status_counts<H: Harness>() {
         });
     outbox.drain().await.unwrap();
     let mut tx = h.pool().begin().await.unwrap();
-    Mail { n: 4 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 4 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let c = outbox.admin().status_counts().await.unwrap().remove(0);
     assert_eq!(
@@ -857,7 +857,7 @@ pub async fn an_error_text_with_a_nul_byte_is_recorded<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     let bad = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let outbox =
         Outbox::new(h.backend()).register::<Mail, _>(|m: Mail, _: MessageContext| async move {
@@ -891,7 +891,7 @@ pub async fn failed_attempts_are_logged_with_the_dead_letter<H: Harness>() {
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
     let failing = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
-    Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 2 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(Calls::default());
     // Message 1: a snooze first (not an attempt), then "451 busy #k" until its 5 attempts
@@ -1058,7 +1058,7 @@ pub async fn payload_limit_and_large_payloads<H: Harness>() {
 pub async fn a_key_held_by_an_open_transaction_times_out_clearly<H: Harness>() {
     let h = H::new().await;
     let mut a = h.pool().begin().await.unwrap();
-    Mail { n: 5 }.enqueue(&mut *a).await.unwrap();
+    let _ = Mail { n: 5 }.enqueue(&mut *a).await.unwrap();
     let mut b = h.pool().begin().await.unwrap();
     H::short_lock_timeout(&mut b).await;
     let started = Instant::now();
@@ -1136,7 +1136,7 @@ pub async fn a_manual_clock_expires_a_lease<H: Harness>() {
     use outbox::clock::ManualClock;
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let clock = ManualClock::new(SystemTime::now());
     let calls = Arc::new(Calls::default());
@@ -1235,7 +1235,7 @@ pub async fn an_oversize_statement_names_the_packet_limit<H: Harness>() {
         .enqueue_with(&mut *tx, EnqueueOptions::new().max_payload(32 * mib))
         .await;
     if H::NAME != "mysql" {
-        result.expect("17 MiB in one statement");
+        let _ = result.expect("17 MiB in one statement");
         return;
     }
     let err = result.expect_err("past MariaDB's default max_allowed_packet");

@@ -184,7 +184,7 @@ pub async fn an_undeliverable_message_spends_no_token<H: Harness>() {
     // application commits anyway.
     let refused = outbox::enqueue_select::<Mail, _>(&mut *tx, &bad, EnqueueOptions::new()).await;
     assert!(refused.is_err());
-    Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let calls = Arc::new(Calls::default());
     let report = Outbox::with_state(h.backend(), Arc::clone(&calls))
@@ -237,7 +237,7 @@ pub async fn an_invalid_email_spends_no_token<H: Harness>() {
     let mut tx = h.pool().begin().await.unwrap();
     // Whether or not the enqueue checks it, the application commits what it wrote.
     let _ = outbox::enqueue_select::<Email, _>(&mut *tx, &bad, EnqueueOptions::new()).await;
-    valid.enqueue(&mut *tx).await.unwrap();
+    let _ = valid.enqueue(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mailer = Mailer::new(MailerConfig::file(dir.path())).unwrap();

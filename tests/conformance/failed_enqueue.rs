@@ -129,7 +129,7 @@ pub async fn a_deadlocked_enqueue_commits_nothing_after_it<H: Harness>() {
 pub async fn a_timed_out_enqueue_commits_nothing_after_it<H: Harness>() {
     let h = H::new().await;
     let mut holder = h.pool().begin().await.unwrap();
-    Mail { n: 5 }.enqueue(&mut *holder).await.unwrap();
+    let _ = Mail { n: 5 }.enqueue(&mut *holder).await.unwrap();
     let mut conn = h.pool().acquire().await.unwrap();
     H::short_lock_timeout(&mut conn).await;
     let mut tx = conn.begin().await.unwrap();
@@ -170,7 +170,7 @@ pub async fn a_timed_out_enqueue_commits_nothing_after_it<H: Harness>() {
     );
 
     let mut holder = h.pool().begin().await.unwrap();
-    Mail { n: 6 }.enqueue(&mut *holder).await.unwrap();
+    let _ = Mail { n: 6 }.enqueue(&mut *holder).await.unwrap();
     let err = Mail { n: 6 }.enqueue(&mut *conn).await.unwrap_err();
     assert!(
         matches!(err, EnqueueError::LockTimeout { .. }),
@@ -185,7 +185,7 @@ pub async fn a_timed_out_enqueue_commits_nothing_after_it<H: Harness>() {
         "{}: a connection outside a transaction commits its statements",
         H::NAME
     );
-    Mail { n: 6 }.enqueue(&mut *conn).await.unwrap();
+    let _ = Mail { n: 6 }.enqueue(&mut *conn).await.unwrap();
     assert_eq!(h.count_messages("conf.mail").await, 2);
 }
 
@@ -195,7 +195,7 @@ pub async fn a_timed_out_enqueue_commits_nothing_after_it<H: Harness>() {
 pub async fn retry_transaction_runs_a_timed_out_transaction_again<H: Harness>() {
     let h = H::new().await;
     let mut holder = h.pool().begin().await.unwrap();
-    Mail { n: 7 }.enqueue(&mut *holder).await.unwrap();
+    let _ = Mail { n: 7 }.enqueue(&mut *holder).await.unwrap();
     let holder = tokio::sync::Mutex::new(Some(holder));
     let mut runs = 0;
     let mut errors = Vec::new();

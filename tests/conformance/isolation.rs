@@ -16,7 +16,7 @@ const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 /// Commits `Mail { n }` in a transaction of its own.
 async fn commit_elsewhere(h: &H, n: i64) {
     let mut other = h.pool().begin().await.unwrap();
-    Mail { n }.enqueue(&mut *other).await.unwrap();
+    let _ = Mail { n }.enqueue(&mut *other).await.unwrap();
     other.commit().await.unwrap();
 }
 

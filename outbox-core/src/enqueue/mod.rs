@@ -50,8 +50,15 @@ pub(crate) const INSERT_CHUNK: usize = 1000;
 /// whichever limit comes first), well below MariaDB's default 16 MiB `max_allowed_packet`.
 pub(crate) const INSERT_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
-/// What an enqueue did with one message.
+/// What an enqueue did with one message: written, or skipped as a duplicate of a message
+/// that holds the same idempotency key.
+///
+/// Look at it: a duplicate wrote nothing, so a key built from something reused (a recycled
+/// id, a day that repeats) silently drops the new message. Choose keys that name the event
+/// itself (`signup:{user_id}`, `order-shipped:{order_id}`); each duplicate is also logged at
+/// DEBUG with the existing message's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a duplicate wrote nothing: check `is_duplicate()` (or match) when the idempotency key could repeat"]
 pub enum Enqueued {
     /// A new row was written; it is delivered once the transaction commits.
     New(MessageId),
@@ -85,9 +92,12 @@ impl Enqueued {
 /// rows it describes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "pass your open transaction here: `&mut *tx`",
+    label = "not a sqlx 0.9 transaction or connection of an enabled database",
     note = "enqueue inside the transaction that writes your rows: \
             `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
+    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`); a transaction \
+            of another sqlx version (0.8, or the one SeaORM uses) is another type with the same \
+            name: check `cargo tree -i sqlx` and use one version",
     note = "a pool cannot enqueue (the message would not be part of your transaction); \
             to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
     note = "the connection's database must be enabled as a cargo feature of `outbox` \
@@ -115,9 +125,12 @@ impl<T: InsertMessages + ?Sized> EnqueueConnection for &mut T {
 /// to `enqueue` ([`EnqueueConnection`]); they do not call it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "pass your open transaction here: `&mut *tx`",
+    label = "not a sqlx 0.9 transaction or connection of an enabled database",
     note = "enqueue inside the transaction that writes your rows: \
             `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
+    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`); a transaction \
+            of another sqlx version (0.8, or the one SeaORM uses) is another type with the same \
+            name: check `cargo tree -i sqlx` and use one version",
     note = "a pool cannot enqueue (the message would not be part of your transaction); \
             to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
     note = "the connection's database must be enabled as a cargo feature of `outbox` \
@@ -263,6 +276,15 @@ where
             let bytes = chunk.iter().map(|m| m.payload.len()).sum();
             EnqueueError::from_insert(M::TYPE, bytes, source)
         })?;
+    for (row, result) in chunk.iter().zip(&done) {
+        if let Enqueued::Duplicate { existing } = result {
+            tracing::debug!(
+                message.type = M::TYPE, existing = %existing,
+                idempotency_key = row.idempotency_key.as_deref().unwrap_or_default(),
+                "not enqueued: a message of this type with this idempotency key exists"
+            );
+        }
+    }
     let new = done.iter().filter(|r| !r.is_duplicate()).count();
     metrics::counter!(crate::counters::names::ENQUEUED, "type" => M::TYPE).increment(new as u64);
     Ok(done)
