@@ -17,6 +17,8 @@ mod outbox;
 #[cfg(feature = "porttest")]
 pub mod porttest;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transaction;
 mod worker;
 
@@ -30,7 +32,7 @@ pub use counters::DeliveryCounts;
 pub use enqueue::{
     enqueue_iter, enqueue_many, enqueue_many_with, enqueue_select, enqueue_stream, Enqueue,
     EnqueueConnection, EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId,
-    NewMessage, Select, SelectArg, SelectInsert, SelectWritten, MAX_GROUP_NAME_LEN,
+    NewMessage, QueuedRow, Select, SelectArg, SelectInsert, SelectWritten, MAX_GROUP_NAME_LEN,
 };
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};

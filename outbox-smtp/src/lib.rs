@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod capture;
 mod config;
 mod dev;
 mod email;
@@ -10,6 +11,7 @@ mod redirect;
 mod render;
 mod smtp;
 
+pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};

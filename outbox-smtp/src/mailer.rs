@@ -10,6 +10,7 @@ use std::{fmt, future::Future, path::PathBuf, pin::Pin, sync::Arc};
 use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
 
 use crate::{
+    capture::{Captured, SentEmail},
     config::Transport,
     dev,
     error::RefusedRecipient,
@@ -45,6 +46,7 @@ enum Sender {
     Smtp(Box<SmtpSender>),
     File(PathBuf),
     Log,
+    Capture(Captured),
 }
 
 /// What a successful send did.
@@ -71,6 +73,7 @@ impl Mailer {
             Transport::Smtp(smtp) => Sender::Smtp(Box::new(SmtpSender::new(smtp)?)),
             Transport::File(dir) => Sender::File(dir.clone()),
             Transport::Log => Sender::Log,
+            Transport::Capture => Sender::Capture(Captured::default()),
         };
         Ok(Self {
             inner: Arc::new(Inner { config, sender }),
@@ -107,7 +110,7 @@ impl Mailer {
             Transport::Smtp(smtp) => {
                 Some(format!("smtp:{}:{}", smtp.host(), smtp.effective_port()))
             }
-            Transport::File(_) | Transport::Log => None,
+            Transport::File(_) | Transport::Log | Transport::Capture => None,
         }
     }
 
@@ -168,6 +171,10 @@ impl Mailer {
                 dev::log(id.as_str(), &email.subject, &rendered);
                 (all(), Vec::new(), None)
             }
+            Sender::Capture(captured) => {
+                captured.push(id.as_str(), &rendered);
+                (all(), Vec::new(), None)
+            }
         };
         Ok(Delivery {
             message_id: rendered.message_id,
@@ -183,6 +190,36 @@ impl Mailer {
     pub async fn deliver_now(&self, email: &Email) -> Result<Delivery, SendError> {
         let id = MessageId::from_string(ulid::Ulid::generate().to_string());
         self.deliver(email, &id, Email::TYPE).await
+    }
+
+    /// The emails a capture mailer ([`MailerConfig::capture`]) took, in order; empty for
+    /// the other transports.
+    pub fn sent(&self) -> Vec<SentEmail> {
+        match &self.inner.sender {
+            Sender::Capture(captured) => captured.all(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The captured emails whose envelope names `address`.
+    pub fn sent_to(&self, address: &str) -> Vec<SentEmail> {
+        self.sent()
+            .into_iter()
+            .filter(|e| e.is_to(address))
+            .collect()
+    }
+
+    /// The last captured email to `address`; panics, listing the recipients of what was
+    /// captured, when there is none (a test helper).
+    pub fn assert_sent_to(&self, address: &str) -> SentEmail {
+        let sent = self.sent();
+        match sent.iter().rev().find(|e| e.is_to(address)) {
+            Some(e) => e.clone(),
+            None => panic!(
+                "no email was sent to {address}; sent: {:?}",
+                sent.iter().map(|e| &e.to).collect::<Vec<_>>()
+            ),
+        }
     }
 
     /// Closes the pooled SMTP connections politely (`QUIT`); new sends reconnect.

@@ -19,6 +19,7 @@ mod outage;
 mod processes;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
+mod testing;
 
 /// One test per case for a backend.
 macro_rules! conformance {
@@ -27,7 +28,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes,
+                processes, testing,
             };
             type H = $harness;
 
@@ -78,6 +79,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_breaker_opened_elsewhere_holds_this_process() {
                 outage::a_breaker_opened_elsewhere_holds_this_process::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn assert_and_refute_what_a_transaction_enqueued() {
+                testing::assert_and_refute_what_a_transaction_enqueued::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn pause_and_resume() {

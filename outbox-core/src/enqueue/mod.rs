@@ -151,6 +151,37 @@ pub trait InsertMessages: Send {
         &'a mut self,
         insert: &'a SelectInsert<'a>,
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>>;
+
+    /// The unfinished (queued or running) messages of `type_tag` this connection sees —
+    /// its own transaction's uncommitted ones included — oldest first. What the test
+    /// helpers read back.
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>>;
+}
+
+/// One unfinished message as written ([`InsertMessages::queued_rows`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedRow {
+    /// Its id.
+    pub id: MessageId,
+    /// Its JSON payload.
+    pub payload: Vec<u8>,
+    /// Its group, if any.
+    pub group: Option<String>,
+    /// When it is due.
+    pub due_at: std::time::SystemTime,
+    /// Its priority.
+    pub priority: i64,
+    /// Attempts counted so far.
+    pub attempts: u32,
+    /// Attempts it may use.
+    pub max_attempts: u32,
+    /// Its idempotency key, if any.
+    pub idempotency_key: Option<String>,
+    /// Claimed by a worker now.
+    pub running: bool,
 }
 
 impl<DB> InsertMessages for sqlx::Transaction<'_, DB>
@@ -171,6 +202,13 @@ where
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
         (**self).insert_select(insert)
     }
+
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+        (**self).queued_rows(type_tag)
+    }
 }
 
 impl<DB> InsertMessages for sqlx::pool::PoolConnection<DB>
@@ -190,6 +228,13 @@ where
         insert: &'a SelectInsert<'a>,
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
         (**self).insert_select(insert)
+    }
+
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+        (**self).queued_rows(type_tag)
     }
 }
 

@@ -24,6 +24,9 @@ pub enum Transport {
     File(PathBuf),
     /// The log: each message is logged through `tracing` at INFO (development).
     Log,
+    /// Memory: each message is kept, rendered, for a test to read back
+    /// ([`Mailer::sent`](crate::Mailer::sent)).
+    Capture,
 }
 
 /// Everything a [`Mailer`](crate::Mailer) needs: the transport, the Message-ID domain
@@ -69,6 +72,12 @@ impl MailerConfig {
     /// Logs each message instead of sending it.
     pub fn log() -> Self {
         Self::with_transport(Transport::Log)
+    }
+
+    /// Keeps each message in memory instead of sending it, for tests: read them back with
+    /// [`Mailer::sent`](crate::Mailer::sent) and [`Mailer::assert_sent_to`](crate::Mailer::assert_sent_to).
+    pub fn capture() -> Self {
+        Self::with_transport(Transport::Capture)
     }
 
     /// Uses `transport`.
@@ -138,6 +147,7 @@ impl fmt::Display for MailerConfig {
             }
             Transport::File(dir) => write!(f, "file://{}", dir.display())?,
             Transport::Log => f.write_str("log://")?,
+            Transport::Capture => f.write_str("capture://")?,
         }
         if let Some(domain) = &self.message_id_domain {
             write!(f, "{sep}message_id_domain={domain}")?;

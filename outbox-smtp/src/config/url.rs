@@ -47,10 +47,19 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
             }
             MailerConfig::log()
         }
+        "capture" => {
+            if !before_query.is_empty() {
+                return Err(ConfigError::new(
+                    "url",
+                    "capture:// takes no host or path; write capture://",
+                ));
+            }
+            MailerConfig::capture()
+        }
         other => {
             return Err(ConfigError::new(
                 "url",
-                format!("unknown scheme {other:?}; use smtp, smtps, file or log"),
+                format!("unknown scheme {other:?}; use smtp, smtps, file, log or capture"),
             ))
         }
     };

@@ -14,11 +14,12 @@ use crate::{
     backend::sql::{
         bind,
         enqueue::{
-            due_parts, encode_rows, resolve, select_args, select_statement, FindByKeys, Written,
+            due_parts, encode_rows, queued_row, resolve, select_args, select_statement, FindByKeys,
+            Written,
         },
         Arg,
     },
-    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
+    enqueue::{Enqueued, InsertMessages, NewMessage, QueuedRow, SelectInsert, SelectWritten},
     error::Fault,
 };
 
@@ -65,6 +66,19 @@ impl InsertMessages for MySqlConnection {
                 inserted: count.max(0) as u64,
                 first_payload: first,
             })
+        })
+    }
+
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+        Box::pin(async move {
+            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+                .bind(type_tag)
+                .fetch_all(&mut *self)
+                .await?;
+            rows.iter().map(queued_row).collect()
         })
     }
 }

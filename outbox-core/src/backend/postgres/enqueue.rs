@@ -11,11 +11,12 @@ use crate::{
     backend::sql::{
         bind,
         enqueue::{
-            encode_rows, one_args, resolve, select_args, select_statement, FindByKeys, Written,
+            encode_rows, one_args, queued_row, resolve, select_args, select_statement, FindByKeys,
+            Written,
         },
         Arg,
     },
-    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
+    enqueue::{Enqueued, InsertMessages, NewMessage, QueuedRow, SelectInsert, SelectWritten},
 };
 
 impl InsertMessages for PgConnection {
@@ -83,6 +84,19 @@ impl InsertMessages for PgConnection {
                 inserted: count.max(0) as u64,
                 first_payload: first,
             })
+        })
+    }
+
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+        Box::pin(async move {
+            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+                .bind(type_tag)
+                .fetch_all(&mut *self)
+                .await?;
+            rows.iter().map(queued_row).collect()
         })
     }
 }

@@ -12,7 +12,7 @@ use super::rows::json;
 use super::Arg;
 use crate::{
     clock::{unix_millis_ceil, Due},
-    enqueue::{Enqueued, MessageId, NewMessage, SelectArg, SelectInsert},
+    enqueue::{Enqueued, MessageId, NewMessage, QueuedRow, SelectArg, SelectInsert},
 };
 
 /// A message's due time as the statements bind it: an absolute time (unix ms, rounded up:
@@ -267,4 +267,24 @@ pub(crate) fn select_args<'a>(insert: &'a SelectInsert<'a>, now: Option<i64>) ->
     ]);
     debug_assert_eq!(args.len(), insert.select.args.len() + SELECT_TEMPLATE_ARGS);
     args
+}
+
+/// One row of `testing_queued.sql`: id, payload, group, due time, priority, attempts, max
+/// attempts, idempotency key, running (1/0).
+pub(crate) fn queued_row<R: super::SqlRow>(r: &R) -> Result<QueuedRow, sqlx::Error> {
+    let count = |i| {
+        r.int(i)
+            .map(|v| u32::try_from(v.max(0)).unwrap_or(u32::MAX))
+    };
+    Ok(QueuedRow {
+        id: MessageId::from_string(r.text(0)?),
+        payload: r.bytes(1)?,
+        group: r.opt_text(2)?,
+        due_at: crate::clock::from_unix_millis(r.int(3)?),
+        priority: r.int(4)?,
+        attempts: count(5)?,
+        max_attempts: count(6)?,
+        idempotency_key: r.opt_text(7)?,
+        running: r.int(8)? != 0,
+    })
 }

@@ -21,13 +21,13 @@ use crate::{
     backend::sql::{
         bind,
         enqueue::{
-            encode_row_arrays, ids_json, one_args, resolve, select_args, select_statement,
-            FindByKeys, Written,
+            encode_row_arrays, ids_json, one_args, queued_row, resolve, select_args,
+            select_statement, FindByKeys, Written,
         },
         Arg,
     },
     clock::{system_now, unix_millis},
-    enqueue::{Enqueued, InsertMessages, NewMessage, SelectInsert, SelectWritten},
+    enqueue::{Enqueued, InsertMessages, NewMessage, QueuedRow, SelectInsert, SelectWritten},
     error::Fault,
 };
 
@@ -76,6 +76,19 @@ impl InsertMessages for SqliteConnection {
                 inserted: count.max(0) as u64,
                 first_payload: first,
             })
+        })
+    }
+
+    fn queued_rows<'a>(
+        &'a mut self,
+        type_tag: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+        Box::pin(async move {
+            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+                .bind(type_tag)
+                .fetch_all(&mut *self)
+                .await?;
+            rows.iter().map(queued_row).collect()
         })
     }
 }

@@ -1,0 +1,240 @@
+//! Test helpers (feature `testing`): assert that code under test enqueued a message, read
+//! enqueued messages back typed, and run one handler on a message without workers.
+//!
+//! * [`assert_enqueued`] / [`refute_enqueued`] / [`queued`] read through the connection
+//!   the test passes: the test's own open transaction (its uncommitted messages included)
+//!   or a connection from the pool (what was committed).
+//! * [`perform`] runs a handler on one message at a given attempt number and says how the
+//!   attempt ended, as the worker would classify it (delivered, retried, given up, snoozed,
+//!   "down", panicked, timed out).
+//! * To deliver everything due in-process and get counts, call
+//!   [`Outbox::drain`](crate::Outbox::drain): it returns a
+//!   [`DrainReport`](crate::DrainReport) with delivered, failed and given-up counts.
+//!
+//! ```no_run
+//! # use outbox_core::{testing, Enqueue, OutboxMessage};
+//! # #[derive(serde::Serialize, serde::Deserialize)] struct WelcomeMail { user_id: i64 }
+//! # impl OutboxMessage for WelcomeMail { const TYPE: &'static str = "welcome_mail"; }
+//! # async fn signup(_: &mut sqlx::SqliteConnection, _: i64) {}
+//! # async fn demo(pool: sqlx::SqlitePool) {
+//! let mut tx = pool.begin().await.unwrap();
+//! signup(&mut tx, 7).await; // the code under test
+//! let mail = testing::assert_enqueued::<WelcomeMail, _>(&mut *tx, |m| m.message.user_id == 7).await;
+//! assert_eq!(mail.max_attempts, 10);
+//! # }
+//! ```
+
+use std::{
+    fmt,
+    panic::AssertUnwindSafe,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use futures::FutureExt;
+
+use crate::{
+    enqueue::{EnqueueConnection, InsertMessages, MessageId, QueuedRow},
+    handler::{Handler, HandlerErrorKind, MessageContext},
+    message::{decode_payload, OutboxMessage},
+};
+
+/// A queued message of type `M`, read back typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued<M> {
+    /// Its id.
+    pub id: MessageId,
+    /// The message as enqueued.
+    pub message: M,
+    /// Its group, if any.
+    pub group: Option<String>,
+    /// When it is due.
+    pub due_at: SystemTime,
+    /// Its priority.
+    pub priority: i64,
+    /// Attempts counted so far.
+    pub attempts: u32,
+    /// Attempts it may use.
+    pub max_attempts: u32,
+    /// Its idempotency key, if any.
+    pub idempotency_key: Option<String>,
+}
+
+impl<M> Queued<M> {
+    /// True when it is in group `name`.
+    pub fn in_group(&self, name: &str) -> bool {
+        self.group.as_deref() == Some(name)
+    }
+
+    /// True when it is due later than `delay` from now (a delayed message).
+    pub fn due_after(&self, delay: Duration) -> bool {
+        self.due_at > SystemTime::now() + delay
+    }
+}
+
+/// Every queued (or running) message of type `M` that `conn` sees, oldest first: pass the
+/// test's open transaction (`&mut *tx`) to see its uncommitted messages, or a pooled
+/// connection (`&mut *pool.acquire().await?`) for committed ones. Panics if the read fails
+/// or a payload does not decode as `M` (a test helper: the failure is the message).
+pub async fn queued<M, C>(mut conn: C) -> Vec<Queued<M>>
+where
+    M: OutboxMessage,
+    C: EnqueueConnection,
+{
+    let rows = conn
+        .connection()
+        .queued_rows(M::TYPE)
+        .await
+        .unwrap_or_else(|e| panic!("cannot read the queued `{}` messages: {e}", M::TYPE));
+    rows.into_iter().map(typed::<M>).collect()
+}
+
+fn typed<M: OutboxMessage>(row: QueuedRow) -> Queued<M> {
+    let message = decode_payload::<M>(&row.payload).unwrap_or_else(|e| {
+        panic!(
+            "queued message {} does not decode as `{}`: {e}",
+            row.id,
+            std::any::type_name::<M>()
+        )
+    });
+    Queued {
+        id: row.id,
+        message,
+        group: row.group,
+        due_at: row.due_at,
+        priority: row.priority,
+        attempts: row.attempts,
+        max_attempts: row.max_attempts,
+        idempotency_key: row.idempotency_key,
+    }
+}
+
+/// The first queued message of type `M` that `matching` accepts (pass `|_| true` for
+/// any); panics, listing what is queued, when there is none. Reads through `conn` as
+/// [`queued`] does.
+pub async fn assert_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool) -> Queued<M>
+where
+    M: OutboxMessage + fmt::Debug,
+    C: EnqueueConnection,
+{
+    let all = queued::<M, C>(conn).await;
+    match all.iter().position(&matching) {
+        Some(i) => all.into_iter().nth(i).expect("found above"),
+        None => panic!(
+            "no queued `{}` message matches; queued: {}",
+            M::TYPE,
+            listing(&all)
+        ),
+    }
+}
+
+/// Panics, naming them, when a queued message of type `M` matches `matching` (pass
+/// `|_| true` to refute any). Reads through `conn` as [`queued`] does.
+pub async fn refute_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool)
+where
+    M: OutboxMessage + fmt::Debug,
+    C: EnqueueConnection,
+{
+    let all = queued::<M, C>(conn).await;
+    let found: Vec<Queued<M>> = all.into_iter().filter(|m| matching(m)).collect();
+    if !found.is_empty() {
+        panic!(
+            "expected no matching `{}` message; queued: {}",
+            M::TYPE,
+            listing(&found)
+        );
+    }
+}
+
+fn listing<M: fmt::Debug>(all: &[Queued<M>]) -> String {
+    if all.is_empty() {
+        return "none".into();
+    }
+    all.iter()
+        .map(|m| format!("\n  {} {:?}", m.id, m.message))
+        .collect()
+}
+
+/// How one handler call ended, as the worker classifies it ([`perform`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Performed {
+    /// The handler returned `Ok`: delivered.
+    Delivered,
+    /// The handler failed: `kind` says what the worker does next (retry on the schedule,
+    /// at a time, snooze, give up, or "the downstream is down"), `reason` is what is
+    /// recorded with the message.
+    Failed {
+        /// What the worker does next.
+        kind: HandlerErrorKind,
+        /// The error's text.
+        reason: String,
+    },
+    /// The handler panicked (the worker retries it on the schedule).
+    Panicked(String),
+    /// The handler ran longer than the type's time limit (retried on the schedule).
+    TimedOut(Duration),
+}
+
+impl Performed {
+    /// True when delivered.
+    pub fn is_delivered(&self) -> bool {
+        matches!(self, Performed::Delivered)
+    }
+
+    /// True when the worker would give the message up now (a permanent failure, or a
+    /// retried one on its last attempt).
+    pub fn gives_up(&self, attempt: u32, max_attempts: u32) -> bool {
+        match self {
+            Performed::Delivered => false,
+            Performed::Failed {
+                kind: HandlerErrorKind::Permanent,
+                ..
+            } => true,
+            Performed::Failed {
+                kind: HandlerErrorKind::Snooze(_) | HandlerErrorKind::Down,
+                ..
+            } => false,
+            _ => attempt >= max_attempts,
+        }
+    }
+}
+
+/// Runs `handler` on `message` as attempt `attempt` of its type's `max_attempts` (from the
+/// type's defaults), with `state`, and says how it ended — no database, no worker. The
+/// time limit is the type's default timeout. For a handler without state pass `()`.
+pub async fn perform<M, S, H>(handler: &H, message: M, attempt: u32, state: S) -> Performed
+where
+    M: OutboxMessage,
+    S: Send + Sync + 'static,
+    H: Handler<M, S>,
+{
+    let ctx = MessageContext {
+        id: MessageId::from_string(ulid::Ulid::generate().to_string()),
+        type_tag: M::TYPE,
+        attempt: attempt.max(1),
+        max_attempts: M::DEFAULTS.max_attempts,
+        state: Arc::new(state),
+    };
+    let call = AssertUnwindSafe(handler.call(message, ctx)).catch_unwind();
+    let result = match M::DEFAULTS.timeout {
+        Some(limit) => match tokio::time::timeout(limit, call).await {
+            Ok(result) => result,
+            Err(_) => return Performed::TimedOut(limit),
+        },
+        None => call.await,
+    };
+    match result {
+        Ok(Ok(())) => Performed::Delivered,
+        Ok(Err(e)) => Performed::Failed {
+            kind: e.kind(),
+            reason: e.to_string(),
+        },
+        Err(panic) => Performed::Panicked(
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic payload".into()),
+        ),
+    }
+}
