@@ -7,6 +7,7 @@ mod dev;
 mod email;
 mod error;
 mod mailer;
+mod queued;
 mod redirect;
 mod render;
 mod smtp;
@@ -17,4 +18,5 @@ pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
 pub use mailer::{Delivery, Mailer};
 pub use outbox_core::InvalidMessage;
+pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};

@@ -14,6 +14,7 @@ use crate::{
     config::Transport,
     dev,
     error::RefusedRecipient,
+    queued::RawEmail,
     render::{self, RenderOptions},
     smtp::SmtpSender,
     ConfigError, Email, MailerConfig, SendError,
@@ -121,24 +122,53 @@ impl Mailer {
         email: &Email,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
-        let id = ctx.id();
-        match self.deliver(email, id, ctx.type_tag()).await {
-            Ok(delivery) => {
-                for r in &delivery.refused {
-                    tracing::warn!(
-                        message.id = %id, message_id = %delivery.message_id,
-                        recipient = %r.address, code = r.code, reply = %r.reply,
-                        "recipient refused; the email went to the others and is not retried for it"
-                    );
-                }
-                tracing::info!(
-                    message.id = %id, message_id = %delivery.message_id,
-                    accepted = delivery.accepted.len(), "email sent"
-                );
-                Ok(delivery)
-            }
-            Err(e) => Err(e.into_handler_error()),
+        reported(
+            ctx.id(),
+            self.deliver(email, ctx.id(), ctx.type_tag()).await,
+        )
+    }
+
+    /// Sends a raw email ([`RawEmail`], what [`QueuedTransport`](crate::QueuedTransport)
+    /// enqueues) as the outbox message of `ctx`. The error is classified for the outbox.
+    pub async fn send_raw<S>(
+        &self,
+        raw: &RawEmail,
+        ctx: &MessageContext<S>,
+    ) -> Result<Delivery, HandlerError> {
+        reported(
+            ctx.id(),
+            self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await,
+        )
+    }
+
+    /// The handler an outbox runs for [`RawEmail`] messages (lettre messages enqueued by
+    /// [`QueuedTransport`](crate::QueuedTransport)):
+    /// `outbox.register::<RawEmail, _>(mailer.raw_handler())`. It shares the circuit
+    /// breaker of [`Mailer::handler`].
+    pub fn raw_handler<S: Send + Sync + 'static>(&self) -> impl Handler<RawEmail, S> {
+        MailHandler {
+            mailer: self.clone(),
         }
+    }
+
+    /// Sends raw email `raw` as outbox message `id` of type `type_tag`: its own
+    /// `Message-ID` is kept (one derived from `id` is added when it has none), and the
+    /// test-mode redirect rewrites the envelope (the original recipients go into an
+    /// `X-Outbox-Original-To` header).
+    pub async fn deliver_raw(
+        &self,
+        raw: &RawEmail,
+        id: &MessageId,
+        type_tag: &str,
+    ) -> Result<Delivery, SendError> {
+        raw.validate()?;
+        let config = &self.inner.config;
+        let redirect = config
+            .redirect
+            .as_ref()
+            .filter(|r| r.applies_to_type(type_tag));
+        let rendered = render::render_raw(raw, id, config.message_id_domain.as_deref(), redirect)?;
+        self.hand_over(rendered, id, "(raw email)").await
     }
 
     /// Sends `email` with the Message-ID derived from the outbox id `id`; `type_tag` is
@@ -157,6 +187,16 @@ impl Mailer {
             keep_bcc,
         };
         let rendered = render::render(email, id, type_tag, &options)?;
+        self.hand_over(rendered, id, &email.subject).await
+    }
+
+    /// Hands a rendered message to the configured transport.
+    async fn hand_over(
+        &self,
+        rendered: render::Rendered,
+        id: &MessageId,
+        subject: &str,
+    ) -> Result<Delivery, SendError> {
         let all = || rendered.recipients.iter().map(|a| a.to_string()).collect();
         let (accepted, refused, file) = match &self.inner.sender {
             Sender::Smtp(smtp) => {
@@ -168,7 +208,7 @@ impl Mailer {
                 (all(), Vec::new(), Some(path))
             }
             Sender::Log => {
-                dev::log(id.as_str(), &email.subject, &rendered);
+                dev::log(id.as_str(), subject, &rendered);
                 (all(), Vec::new(), None)
             }
             Sender::Capture(captured) => {
@@ -230,10 +270,47 @@ impl Mailer {
     }
 }
 
+/// Logs how a send ended (refused recipients at WARN, the send at INFO) and classifies a
+/// failure for the outbox.
+fn reported(id: &MessageId, result: Result<Delivery, SendError>) -> Result<Delivery, HandlerError> {
+    match result {
+        Ok(delivery) => {
+            for r in &delivery.refused {
+                tracing::warn!(
+                    message.id = %id, message_id = %delivery.message_id,
+                    recipient = %r.address, code = r.code, reply = %r.reply,
+                    "recipient refused; the email went to the others and is not retried for it"
+                );
+            }
+            tracing::info!(
+                message.id = %id, message_id = %delivery.message_id,
+                accepted = delivery.accepted.len(), "email sent"
+            );
+            Ok(delivery)
+        }
+        Err(e) => Err(e.into_handler_error()),
+    }
+}
+
 /// The handler of [`Mailer::handler`]: sends each [`Email`] and names the mailer's server
 /// as its downstream.
 struct MailHandler {
     mailer: Mailer,
+}
+
+impl<S: Send + Sync + 'static> Handler<RawEmail, S> for MailHandler {
+    fn call(
+        &self,
+        raw: RawEmail,
+        ctx: MessageContext<S>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>> {
+        let mailer = self.mailer.clone();
+        Box::pin(async move { mailer.send_raw(&raw, &ctx).await.map(drop) })
+    }
+
+    fn downstream(&self) -> Option<String> {
+        self.mailer.downstream()
+    }
 }
 
 impl<S: Send + Sync + 'static> Handler<Email, S> for MailHandler {

@@ -80,6 +80,27 @@ impl TestRedirect {
         self.only.is_empty() || self.only.iter().any(|t| t == type_tag || email.has_tag(t))
     }
 
+    /// True when the redirect applies to a message of `type_tag` that carries no tags (a
+    /// raw email): always without an `only` list, else when the list names the type.
+    pub fn applies_to_type(&self, type_tag: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|t| t == type_tag)
+    }
+
+    /// Envelope addresses rewritten as the redirect says: all to the one address, or each
+    /// to the same local part at the test domain.
+    pub(crate) fn rewrite_addresses(&self, addresses: &[String]) -> Vec<String> {
+        match &self.target {
+            RedirectTarget::Address(a) => vec![a.clone()],
+            RedirectTarget::Domain(d) => addresses
+                .iter()
+                .map(|a| {
+                    let local = a.rsplit_once('@').map_or(a.as_str(), |(l, _)| l);
+                    format!("{local}@{d}")
+                })
+                .collect(),
+        }
+    }
+
     pub(crate) fn check(&self) -> Result<(), ConfigError> {
         match &self.target {
             RedirectTarget::Address(a) => Mailbox::from(a.as_str())

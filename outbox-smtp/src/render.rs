@@ -10,7 +10,7 @@ use lettre::message::{
 };
 use outbox_core::{InvalidMessage, MessageId, OutboxMessage};
 
-use crate::{Email, Mailbox, TestRedirect};
+use crate::{queued::RawEmail, Email, Mailbox, TestRedirect};
 
 /// Domain of Message-IDs when neither the configuration nor the sender gives a usable one.
 const FALLBACK_DOMAIN: &str = "outbox.localhost";
@@ -40,6 +40,12 @@ pub(crate) struct RenderOptions<'a> {
 
 /// The stable Message-ID of the message with outbox id `id`.
 pub(crate) fn message_id(id: &MessageId, email: &Email, configured: Option<&str>) -> String {
+    message_id_at(id, email.from.domain(), configured)
+}
+
+/// The stable Message-ID of outbox message `id`, in the configured domain, else the
+/// sender's (`sender_domain`), else a fallback.
+fn message_id_at(id: &MessageId, sender_domain: Option<&str>, configured: Option<&str>) -> String {
     let usable = |d: &&str| {
         !d.is_empty()
             && d.chars()
@@ -47,9 +53,99 @@ pub(crate) fn message_id(id: &MessageId, email: &Email, configured: Option<&str>
     };
     let domain = configured
         .filter(usable)
-        .or_else(|| email.from.domain().filter(usable))
+        .or_else(|| sender_domain.filter(usable))
         .unwrap_or(FALLBACK_DOMAIN);
     format!("<{}@{domain}>", id.as_str())
+}
+
+/// Prepares raw email `raw`, sent as outbox message `id`: its own `Message-ID` is kept
+/// (one from `id` is put in front when it has none), and `redirect`, when given, rewrites
+/// the envelope recipients and puts the original ones in an `X-Outbox-Original-To`
+/// header in front.
+pub(crate) fn render_raw(
+    raw: &RawEmail,
+    id: &MessageId,
+    configured: Option<&str>,
+    redirect: Option<&TestRedirect>,
+) -> Result<Rendered, InvalidMessage> {
+    let address = |field: String, a: &str| {
+        a.parse::<lettre::Address>()
+            .map_err(|e| InvalidMessage::new(field, format!("{a:?} is not an address: {e}")))
+    };
+    let from = match &raw.from {
+        Some(a) => address("from".into(), a)?,
+        None => {
+            return Err(InvalidMessage::new(
+                "from",
+                "the envelope has no sender (the null sender `<>` is not sent by the outbox)",
+            ))
+        }
+    };
+    let mut recipients = raw
+        .to
+        .iter()
+        .enumerate()
+        .map(|(i, a)| address(format!("to[{i}]"), a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut front = String::new();
+    let message_id = match header_value(&raw.data, "Message-ID") {
+        Some(existing) => existing,
+        None => {
+            let made = message_id_at(id, Some(from.domain()), configured);
+            front.push_str(&format!("Message-ID: {made}\r\n"));
+            made
+        }
+    };
+    if let Some(r) = redirect {
+        let originals: Vec<String> = recipients.iter().map(|a| a.to_string()).collect();
+        front.push_str(&format!(
+            "X-Outbox-Original-To: {}\r\n",
+            originals.join(", ")
+        ));
+        recipients = r
+            .rewrite_addresses(&originals)
+            .iter()
+            .enumerate()
+            .map(|(i, a)| address(format!("to[{i}] (redirected)"), a))
+            .collect::<Result<Vec<_>, _>>()?;
+    }
+    let mut bytes = front.into_bytes();
+    bytes.extend_from_slice(&raw.data);
+    Ok(Rendered {
+        message_id,
+        from,
+        recipients,
+        bytes,
+        redirected: redirect.is_some(),
+    })
+}
+
+/// The value of header `name` (case-insensitive) in the header section of `data`, folded
+/// lines joined.
+fn header_value(data: &[u8], name: &str) -> Option<String> {
+    let end = data
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(data.len());
+    let head = String::from_utf8_lossy(&data[..end]);
+    let mut found: Option<String> = None;
+    for line in head.split("\r\n") {
+        match (&mut found, line.starts_with([' ', '\t'])) {
+            (Some(value), true) => {
+                value.push(' ');
+                value.push_str(line.trim());
+            }
+            (Some(_), false) => break,
+            (None, _) => {
+                if let Some((n, v)) = line.split_once(':') {
+                    if n.trim().eq_ignore_ascii_case(name) {
+                        found = Some(v.trim().to_owned());
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Renders `email`, sent as outbox message `id` of type `type_tag`.
