@@ -25,7 +25,6 @@
 //! ```
 
 use std::{
-    fmt,
     panic::AssertUnwindSafe,
     sync::Arc,
     time::{Duration, SystemTime},
@@ -114,7 +113,7 @@ fn typed<M: OutboxMessage>(row: QueuedRow) -> Queued<M> {
 /// [`queued`] does.
 pub async fn assert_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool) -> Queued<M>
 where
-    M: OutboxMessage + fmt::Debug,
+    M: OutboxMessage,
     C: EnqueueConnection,
 {
     let all = queued::<M, C>(conn).await;
@@ -132,7 +131,7 @@ where
 /// `|_| true` to refute any). Reads through `conn` as [`queued`] does.
 pub async fn refute_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool)
 where
-    M: OutboxMessage + fmt::Debug,
+    M: OutboxMessage,
     C: EnqueueConnection,
 {
     let all = queued::<M, C>(conn).await;
@@ -146,12 +145,16 @@ where
     }
 }
 
-fn listing<M: fmt::Debug>(all: &[Queued<M>]) -> String {
+/// The messages, one per line: id and JSON.
+fn listing<M: OutboxMessage>(all: &[Queued<M>]) -> String {
     if all.is_empty() {
         return "none".into();
     }
     all.iter()
-        .map(|m| format!("\n  {} {:?}", m.id, m.message))
+        .map(|m| {
+            let json = serde_json::to_string(&m.message).unwrap_or_else(|e| e.to_string());
+            format!("\n  {} {json}", m.id)
+        })
         .collect()
 }
 
