@@ -210,4 +210,15 @@ pub(crate) fn decode_stored<M: OutboxMessage>(
     })
 }
 
-crate::__debug_as_display!(InvalidMessage, DecodeError);
+// `Debug` prints the message (what is wrong, what to do), as the crate's other errors do.
+impl std::fmt::Debug for InvalidMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Debug for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
