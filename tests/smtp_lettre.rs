@@ -156,3 +156,21 @@ async fn a_refusal_is_classified_and_a_missing_message_id_is_assigned() {
         Some(format!("<{}@example.com>", bare_id.as_str()))
     );
 }
+
+#[tokio::test]
+async fn raw_bytes_the_outbox_cannot_send_are_refused_at_send() {
+    let db = TestDb::new().await;
+    let transport = QueuedTransport::new(db.pool.clone());
+    let to = vec!["bob@example.com".parse().unwrap()];
+    let envelope =
+        lettre::address::Envelope::new(Some("shop@example.com".parse().unwrap()), to.clone())
+            .unwrap();
+    let lf_only = b"From: shop@example.com\nTo: bob@example.com\n\nHello\n";
+    let err = transport.send_raw(&envelope, lf_only).await.unwrap_err();
+    assert!(err.to_string().contains("CRLF"), "{err}");
+    let bounce = lettre::address::Envelope::new(None, to).unwrap();
+    let ok = b"From: shop@example.com\r\nTo: bob@example.com\r\n\r\nHello\r\n";
+    let err = transport.send_raw(&bounce, ok).await.unwrap_err();
+    assert!(err.to_string().contains("null sender"), "{err}");
+    assert_eq!(db.count("outbox.raw_email").await, 0, "nothing written");
+}

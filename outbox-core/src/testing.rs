@@ -184,8 +184,10 @@ impl Performed {
         matches!(self, Performed::Delivered)
     }
 
-    /// True when the worker would give the message up now (a permanent failure, or a
-    /// retried one on its last attempt).
+    /// True when the worker would give the message up now: a permanent failure, or a
+    /// retried one on its last attempt. "Down" counts as held by an open circuit breaker,
+    /// which never gives a message up (below the breaker's threshold, a "down" failure
+    /// on the last attempt is given up like a retry).
     pub fn gives_up(&self, attempt: u32, max_attempts: u32) -> bool {
         match self {
             Performed::Delivered => false,
@@ -203,8 +205,9 @@ impl Performed {
 }
 
 /// Runs `handler` on `message` as attempt `attempt` of its type's `max_attempts` (from the
-/// type's defaults), with `state`, and says how it ended — no database, no worker. The
-/// time limit is the type's default timeout. For a handler without state pass `()`.
+/// type's defaults, [`OutboxMessage::DEFAULTS`], not the options it is registered with),
+/// with `state`, and says how it ended — no database, no worker. The time limit is the
+/// type's default timeout. For a handler without state pass `()`.
 pub async fn perform<M, S, H>(handler: &H, message: M, attempt: u32, state: S) -> Performed
 where
     M: OutboxMessage,

@@ -79,10 +79,31 @@ impl OutboxMessage for RawEmail {
                 InvalidMessage::new(format!("to[{i}]"), format!("{a:?} is not an address: {e}"))
             })?;
         }
-        if let Some(a) = &self.from {
-            a.parse::<lettre::Address>().map_err(|e| {
-                InvalidMessage::new("from", format!("{a:?} is not an address: {e}"))
-            })?;
+        match &self.from {
+            Some(a) => {
+                a.parse::<lettre::Address>().map_err(|e| {
+                    InvalidMessage::new("from", format!("{a:?} is not an address: {e}"))
+                })?;
+            }
+            None => {
+                return Err(InvalidMessage::new(
+                    "from",
+                    "the envelope has no sender (the null sender `<>` of bounces is not sent \
+                     by the outbox); give the message a From address",
+                ))
+            }
+        }
+        let bare_lf = self
+            .data
+            .iter()
+            .enumerate()
+            .any(|(i, b)| *b == b'\n' && (i == 0 || self.data[i - 1] != b'\r'));
+        if bare_lf {
+            return Err(InvalidMessage::new(
+                "data",
+                "the message has a line that ends in LF alone; SMTP needs CRLF: send a lettre \
+                 `Message` (its `formatted()` bytes end lines in CRLF) or convert the line ends",
+            ));
         }
         if self.data.len() > RAW_EMAIL_MAX_BYTES {
             return Err(InvalidMessage::new(

@@ -102,8 +102,11 @@ pub(crate) fn render_raw(
             "X-Outbox-Original-To: {}\r\n",
             originals.join(", ")
         ));
-        recipients = r
-            .rewrite_addresses(&originals)
+        let mut rewritten = r.rewrite_addresses(&originals);
+        // Two recipients may become one (`a@x` and `a@y` at the test domain).
+        let mut seen = std::collections::HashSet::new();
+        rewritten.retain(|a| seen.insert(a.to_ascii_lowercase()));
+        recipients = rewritten
             .iter()
             .enumerate()
             .map(|(i, a)| address(format!("to[{i}] (redirected)"), a))
@@ -130,22 +133,25 @@ fn header_value(data: &[u8], name: &str) -> Option<String> {
     let head = String::from_utf8_lossy(&data[..end]);
     let mut found: Option<String> = None;
     for line in head.split("\r\n") {
-        match (&mut found, line.starts_with([' ', '\t'])) {
+        let folded = line.starts_with([' ', '\t']);
+        match (&mut found, folded) {
             (Some(value), true) => {
                 value.push(' ');
                 value.push_str(line.trim());
             }
             (Some(_), false) => break,
-            (None, _) => {
+            // The rest of another header.
+            (None, true) => {}
+            (None, false) => {
                 if let Some((n, v)) = line.split_once(':') {
-                    if n.trim().eq_ignore_ascii_case(name) {
+                    if n.eq_ignore_ascii_case(name) {
                         found = Some(v.trim().to_owned());
                     }
                 }
             }
         }
     }
-    found
+    found.filter(|v| !v.is_empty())
 }
 
 /// Renders `email`, sent as outbox message `id` of type `type_tag`.
@@ -262,4 +268,32 @@ fn line_ends(body: &str) -> String {
 enum Content {
     Single(SinglePart),
     Multi(MultiPart),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header_value;
+
+    #[test]
+    fn a_header_is_found_by_name_with_its_folded_lines() {
+        let data = b"Subject: a long\r\n subject\r\nX-Note: see\r\n Message-ID: <not@this>\r\nmessage-id:  <id@example.com>\r\n\r\nMessage-ID: <body@x>\r\n";
+        assert_eq!(
+            header_value(data, "Message-ID").as_deref(),
+            Some("<id@example.com>")
+        );
+        assert_eq!(
+            header_value(data, "subject").as_deref(),
+            Some("a long subject")
+        );
+        assert_eq!(header_value(data, "X-Missing"), None);
+        assert_eq!(
+            header_value(b"Message-ID:\r\n\r\nbody", "Message-ID"),
+            None,
+            "empty"
+        );
+        assert_eq!(
+            header_value(b"Subject: only a head", "Subject").as_deref(),
+            Some("only a head")
+        );
+    }
 }

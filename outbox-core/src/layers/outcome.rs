@@ -27,6 +27,10 @@ pub struct AttemptFailed {
     pub kind: HandlerErrorKind,
     /// Why, in words recorded with the message.
     pub reason: String,
+    /// The handler returned this error: the downstream may have answered. False when the
+    /// worker made it (the payload did not decode, the handler panicked or ran out of
+    /// time): then a circuit breaker's probe proves nothing.
+    pub from_handler: bool,
 }
 
 /// The message was stopped before its side effect; not an attempt. With `until` it comes

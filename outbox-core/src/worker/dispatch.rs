@@ -68,6 +68,7 @@ fn retry(reason: String) -> AttemptFailed {
     AttemptFailed {
         kind: HandlerErrorKind::Retry,
         reason,
+        from_handler: false,
     }
 }
 
@@ -110,6 +111,7 @@ where
                 let failed = AttemptFailed {
                     kind: HandlerErrorKind::Permanent,
                     reason: crate::message::undecodable::<M>(&e),
+                    from_handler: false,
                 };
                 return futures::future::ready(Err(failed)).boxed();
             }
@@ -139,6 +141,7 @@ where
                 Ok(Err(e)) => Err(AttemptFailed {
                     kind: e.kind(),
                     reason: bounded(e.to_string()),
+                    from_handler: true,
                 }),
                 Err(panic) => Err(retry(format!(
                     "handler panicked: {}",

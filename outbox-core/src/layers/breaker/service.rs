@@ -12,7 +12,7 @@ use tower::Service;
 
 use super::{
     state::{Ticket, Verdict},
-    BreakerEvent, BreakerLayer, PROBE_LEASE, REMINDER_EVERY,
+    BreakerEvent, BreakerLayer, REMINDER_EVERY,
 };
 use crate::{
     clock::Due,
@@ -82,14 +82,15 @@ impl BreakerLayer {
             }
             Err(error) => error,
         };
-        if error.downcast_ref::<Deferred>().is_some() {
-            // Stopped before the downstream (no rate-limit token): not a probe yet.
-            self.switch
-                .with(|l| l.not_attempted(ticket, Instant::now() + PROBE_LEASE));
+        let failed = error.downcast_ref::<AttemptFailed>();
+        if error.downcast_ref::<Deferred>().is_some() || failed.is_some_and(|f| !f.from_handler) {
+            // Stopped before the downstream (no rate-limit token), or failed by the worker
+            // (an undecodable payload, a panic, a time limit): the downstream did not
+            // answer, and a probe is still to be made.
+            self.switch.with(|l| l.not_attempted(ticket));
             return Err(error);
         }
-        let down = error
-            .downcast_ref::<AttemptFailed>()
+        let down = failed
             .filter(|f| f.kind == HandlerErrorKind::Down)
             .map(|f| f.reason.clone());
         let Some(reason) = down else {
@@ -98,15 +99,21 @@ impl BreakerLayer {
             return Err(error);
         };
         let config = self.switch.config();
-        let verdict = self
-            .switch
-            .with(|l| l.down(ticket, config.failure_threshold(), Instant::now()));
+        let verdict = self.switch.with(|l| {
+            let verdict = l.down(ticket, config.failure_threshold(), Instant::now());
+            if verdict == Verdict::Opened {
+                // Until the row says so too, reads of it must not close it again here.
+                l.writing();
+            }
+            verdict
+        });
         match verdict {
             Verdict::Counted => {
                 // Not an outage yet: an ordinary failed attempt, tried again soon.
                 return Err(Box::new(AttemptFailed {
                     kind: HandlerErrorKind::RetryAfter(config.first_probe()),
                     reason,
+                    from_handler: true,
                 }));
             }
             Verdict::Opened => self.opened(&reason).await,
@@ -130,17 +137,22 @@ impl BreakerLayer {
     async fn answered(&self, ticket: Ticket) {
         let Some(opened) = self.switch.with(|l| {
             let opened = l.opened();
-            l.answered(ticket).then_some(opened)
+            let closed = l.answered(ticket);
+            if closed {
+                l.writing();
+            }
+            closed.then_some(opened)
         }) else {
             return;
         };
         self.switch.notify(BreakerEvent::Released);
         let name = self.switch.name();
-        match self
+        let closed = self
             .store
             .close_breaker(name, self.clock.database_now())
-            .await
-        {
+            .await;
+        self.switch.with(|l| l.written());
+        match closed {
             Ok(true) => tracing::info!(
                 breaker = name, types = %self.switch.types().join(", "),
                 open_for = ?opened.map(|at| at.elapsed()),
@@ -160,7 +172,7 @@ impl BreakerLayer {
         self.switch.notify(BreakerEvent::Held);
         let config = self.switch.config();
         let name = self.switch.name();
-        match self
+        let opened = self
             .store
             .open_breaker(
                 name,
@@ -168,8 +180,9 @@ impl BreakerLayer {
                 self.clock.database_now(),
                 config.first_probe(),
             )
-            .await
-        {
+            .await;
+        self.switch.with(|l| l.written());
+        match opened {
             Ok(true) => tracing::warn!(
                 breaker = name, types = %self.switch.types().join(", "), reason,
                 first_probe_in = ?config.first_probe(),
@@ -180,7 +193,8 @@ impl BreakerLayer {
             Err(e) => tracing::warn!(
                 breaker = name, error = %e, reason,
                 "the downstream is down, and the circuit breaker cannot be recorded in the \
-                 database; this process holds its messages"
+                 database; every process keeps trying and opens it again after three \
+                 failures in a row"
             ),
         }
     }

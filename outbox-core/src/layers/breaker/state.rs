@@ -50,8 +50,8 @@ enum Probe {
     Idle,
     /// Granted by the database until `until`; the next message to start is the probe.
     Granted { until: Instant, grant: ProbeGrant },
-    /// A message is probing now.
-    Running { grant: ProbeGrant },
+    /// A message is probing now, under the lease granted until `until`.
+    Running { until: Instant, grant: ProbeGrant },
 }
 
 /// The breaker's state in this process.
@@ -63,9 +63,12 @@ pub(crate) struct Local {
     /// "Down" failures in a row while closed.
     in_row: u32,
     probe: Probe,
-    /// Bumped by every transition made here, so a read of the shared row that started
-    /// before it cannot undo it.
+    /// Bumped by every transition made here and when its write to the shared row ends,
+    /// so a read of the shared row that started before either cannot undo it.
     version: u64,
+    /// Transitions made here whose write to the shared row has not ended: reads are not
+    /// applied meanwhile.
+    writing: u32,
 }
 
 impl Local {
@@ -77,6 +80,7 @@ impl Local {
             in_row: 0,
             probe: Probe::Idle,
             version: 0,
+            writing: 0,
         }
     }
 
@@ -119,7 +123,7 @@ impl Local {
         }
         match self.probe {
             Probe::Granted { until, grant } if until > now => {
-                self.probe = Probe::Running { grant };
+                self.probe = Probe::Running { until, grant };
                 Ticket::Probe
             }
             _ => Ticket::Held,
@@ -131,7 +135,7 @@ impl Local {
     pub(crate) fn down(&mut self, ticket: Ticket, threshold: u32, now: Instant) -> Verdict {
         match ticket {
             Ticket::Probe => match self.probe {
-                Probe::Running { grant } => {
+                Probe::Running { grant, .. } => {
                     self.probe = Probe::Idle;
                     Verdict::ProbeFailed(grant)
                 }
@@ -164,10 +168,11 @@ impl Local {
         false
     }
 
-    /// The message of `ticket` stopped before it reached the downstream (no rate-limit
-    /// token): a probe stays this process's to use.
-    pub(crate) fn not_attempted(&mut self, ticket: Ticket, until: Instant) {
-        if let (Ticket::Probe, Probe::Running { grant }) = (ticket, self.probe) {
+    /// The message of `ticket` did not test the downstream (no rate-limit token, or the
+    /// worker failed it before or around the handler): a probe stays this process's to
+    /// use, under the lease it was granted.
+    pub(crate) fn not_attempted(&mut self, ticket: Ticket) {
+        if let (Ticket::Probe, Probe::Running { until, grant }) = (ticket, self.probe) {
             self.probe = Probe::Granted { until, grant };
         }
     }
@@ -179,9 +184,24 @@ impl Local {
         }
     }
 
-    /// The shared row, read from `version` on, says the breaker is `open`.
+    /// A transition made here ([`Verdict::Opened`], or [`Local::answered`] closing it) is
+    /// being written to the shared row; [`Local::written`] ends it.
+    pub(crate) fn writing(&mut self) {
+        self.writing += 1;
+    }
+
+    /// The write of a transition made here ended (committed or failed): reads that start
+    /// from now on apply again.
+    pub(crate) fn written(&mut self) {
+        self.writing = self.writing.saturating_sub(1);
+        self.version += 1;
+    }
+
+    /// The shared row, read from `version` on, says the breaker is `open`. Ignored while a
+    /// transition made here is being written, or when one was made or written since the
+    /// read started.
     pub(crate) fn observe(&mut self, version: u64, open: bool, now: Instant) -> Change {
-        if version != self.version || open == self.open {
+        if self.writing > 0 || version != self.version || open == self.open {
             return Change::None;
         }
         if open {
@@ -301,14 +321,50 @@ mod tests {
         let mut b = open(now);
         b.granted(GRANT, until);
         assert_eq!(b.enter(now), Ticket::Probe);
-        b.not_attempted(Ticket::Probe, until);
+        b.not_attempted(Ticket::Probe);
         assert!(b.admits(now));
         assert_eq!(b.enter(now), Ticket::Probe);
-        // A grant whose lease ran out admits nothing and is asked for again.
+        // Given back, it keeps the lease it was granted: once that ran out it admits
+        // nothing and is asked for again.
         let later = until + Duration::from_millis(1);
-        b.not_attempted(Ticket::Probe, until);
+        b.not_attempted(Ticket::Probe);
         assert!(!b.admits(later) && b.wants_probe(later));
         assert_eq!(b.enter(later), Ticket::Held);
+    }
+
+    #[test]
+    fn a_read_is_not_applied_while_a_change_made_here_is_being_written() {
+        let now = Instant::now();
+        let mut b = Local::new();
+        assert_eq!(b.down(Ticket::Pass, 1, now), Verdict::Opened);
+        b.writing();
+        // A read that started after the change but before its write committed.
+        let v = b.version();
+        assert_eq!(b.observe(v, false, now), Change::None);
+        assert!(b.is_open());
+        b.written();
+        assert_eq!(
+            b.observe(v, false, now),
+            Change::None,
+            "started before the write ended"
+        );
+        let v = b.version();
+        assert_eq!(b.observe(v, true, now), Change::None);
+        // Closing by a probe, the same way.
+        b.granted(GRANT, now + Duration::from_secs(60));
+        assert_eq!(b.enter(now), Ticket::Probe);
+        assert!(b.answered(Ticket::Probe));
+        b.writing();
+        let v = b.version();
+        assert_eq!(b.observe(v, true, now), Change::None);
+        assert!(!b.is_open());
+        b.written();
+        let v = b.version();
+        assert_eq!(
+            b.observe(v, true, now),
+            Change::Opened,
+            "a later read applies"
+        );
     }
 
     #[test]

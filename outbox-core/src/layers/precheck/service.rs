@@ -46,6 +46,7 @@ where
                 let failed = AttemptFailed {
                     kind: HandlerErrorKind::Permanent,
                     reason,
+                    from_handler: false,
                 };
                 futures::future::ready(Err(Box::new(failed) as BoxError)).boxed()
             }
