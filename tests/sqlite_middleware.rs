@@ -747,3 +747,54 @@ async fn every_token_grant_is_traced_with_its_bucket_and_time() {
         );
     }
 }
+
+/// A breaker's probe must be a message the downstream answered: when the probe's payload
+/// does not decode (the worker fails it without calling the handler), the breaker stays
+/// open and the next message probes; that one finds it still open and closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_the_worker_fails_itself_is_no_probe() {
+    use outbox::store::{BreakerStore, Now};
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    // The undecodable one is older, so it is claimed first.
+    db.insert_raw(&common::ulid(), "mw.mail", b"{\"n\": \"not a number\"}")
+        .await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let _ = Mail { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let opened = db
+        .backend()
+        .open_breaker("api", "503", Now::Database, Duration::from_millis(1))
+        .await
+        .unwrap();
+    assert!(opened);
+    let open_at_probe = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&open_at_probe);
+    let state = (admin.clone(), seen);
+    let report = Outbox::with_state(db.backend(), state)
+        .register_with::<Mail, _>(
+            |_: Mail, ctx: MessageContext<(Admin<SqliteBackend>, Arc<Mutex<Vec<bool>>>)>| async move {
+                let (admin, seen) = ctx.state();
+                let open = admin.breakers().await.unwrap()[0].is_open();
+                seen.lock().unwrap().push(open);
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new()
+                .concurrency(1)
+                .breaker(Breaker::named("api").probe_backoff(Duration::from_millis(50), Duration::from_millis(50))),
+        )
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!((report.counts.delivered, report.counts.given_up), (1, 1));
+    assert_eq!(
+        *open_at_probe.lock().unwrap(),
+        [true],
+        "the decodable message was the probe: the breaker was still open when it ran"
+    );
+    assert!(
+        !admin.breakers().await.unwrap()[0].is_open(),
+        "its answer closed it"
+    );
+}
