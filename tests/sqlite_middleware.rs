@@ -769,20 +769,22 @@ async fn a_message_the_worker_fails_itself_is_no_probe() {
         .await
         .unwrap();
     assert!(opened);
+    /// The admin, and whether the breaker was open when each message started.
+    type Probed = (Admin<SqliteBackend>, Arc<Mutex<Vec<bool>>>);
     let open_at_probe = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&open_at_probe);
-    let state = (admin.clone(), seen);
+    let state: Probed = (admin.clone(), Arc::clone(&open_at_probe));
     let report = Outbox::with_state(db.backend(), state)
         .register_with::<Mail, _>(
-            |_: Mail, ctx: MessageContext<(Admin<SqliteBackend>, Arc<Mutex<Vec<bool>>>)>| async move {
+            |_: Mail, ctx: MessageContext<Probed>| async move {
                 let (admin, seen) = ctx.state();
                 let open = admin.breakers().await.unwrap()[0].is_open();
                 seen.lock().unwrap().push(open);
                 Ok::<(), HandlerError>(())
             },
-            QueueOptions::new()
-                .concurrency(1)
-                .breaker(Breaker::named("api").probe_backoff(Duration::from_millis(50), Duration::from_millis(50))),
+            QueueOptions::new().concurrency(1).breaker(
+                Breaker::named("api")
+                    .probe_backoff(Duration::from_millis(50), Duration::from_millis(50)),
+            ),
         )
         .drain()
         .await
