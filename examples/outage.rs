@@ -55,7 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let story = async {
         enqueue(&pool, 0..5).await?;
-        wait_for(|| accepted.load(Ordering::SeqCst) == 5).await;
+        wait_for("the first 5 mails", || accepted.load(Ordering::SeqCst) == 5).await?;
         println!("1. 5 mails sent. The SMTP server goes down for {OUTAGE:?}; 20 more mails are enqueued.");
         server.abort();
         let down = Instant::now();
@@ -74,7 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let back = Instant::now();
         println!("3. The server is back; the next probe (1 s, 3 s, 7 s … after the opening) gets through.");
         tokio::spawn(serve(listener, Arc::clone(&accepted)));
-        wait_for(|| accepted.load(Ordering::SeqCst) == 25).await;
+        wait_for("all 25 mails", || accepted.load(Ordering::SeqCst) == 25).await?;
         println!(
             "4. All 25 mails sent, the last {:?} after the server came back.",
             back.elapsed()
@@ -118,12 +118,16 @@ async fn enqueue(
     Ok(())
 }
 
-/// Waits (up to a minute) until `done` says so.
-async fn wait_for(done: impl Fn() -> bool) {
+/// Waits (up to a minute) until `done` says so; an error naming `what` if it does not.
+async fn wait_for(what: &str, done: impl Fn() -> bool) -> Result<(), Box<dyn std::error::Error>> {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() && Instant::now() < deadline {
+    while !done() {
+        if Instant::now() >= deadline {
+            return Err(format!("{what} were not sent within a minute").into());
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok(())
 }
 
 /// Serves SMTP sessions until aborted (which closes the listener: connections are refused).
