@@ -219,6 +219,17 @@ fn engine(e: &sqlx::Error) -> Option<&'static str> {
     let sqlx::Error::Database(_d) = e else {
         return None;
     };
+    #[cfg(any(
+        feature = "sqlx08",
+        feature = "sea-orm",
+        feature = "diesel-async",
+        feature = "diesel-postgres",
+        feature = "diesel-mysql",
+        feature = "diesel-sqlite"
+    ))]
+    if let Some(e) = _d.try_downcast_ref::<crate::backend::bridge::ForeignDatabaseError>() {
+        return Some(e.engine);
+    }
     #[cfg(feature = "sqlite")]
     if _d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
         return Some("sqlite");

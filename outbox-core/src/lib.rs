@@ -34,6 +34,12 @@ pub use enqueue::{
     EnqueueConnection, EnqueueOptions, Enqueued, FanOut, FanOutError, InsertMessages, MessageId,
     NewMessage, QueuedRow, Select, SelectArg, SelectInsert, SelectWritten, MAX_GROUP_NAME_LEN,
 };
+#[cfg(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+))]
+pub use enqueue::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 pub use error::{BoxError, EnqueueError, Error};
 pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
 pub use layers::{

@@ -3,6 +3,15 @@
 //! itself is written once, over a small dialect each database implements (`sql`). Nothing
 //! here imports a layer, the worker or the admin API.
 
+#[cfg(any(
+    feature = "sqlx08",
+    feature = "sea-orm",
+    feature = "diesel-async",
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+))]
+pub(crate) mod bridge;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]

@@ -24,6 +24,12 @@
 //! transaction; SQLite: its commit fails): run it again, e.g. with
 //! [`retry_transaction`](crate::retry_transaction).
 
+#[cfg(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+))]
+mod blocking;
 mod fan_out;
 mod message_id;
 mod options;
@@ -34,6 +40,12 @@ use std::future::Future;
 
 use futures::future::BoxFuture;
 
+#[cfg(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+))]
+pub use blocking::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 pub use fan_out::{enqueue_iter, enqueue_stream, FanOut, FanOutError};
 pub use message_id::MessageId;
 pub use options::EnqueueOptions;
