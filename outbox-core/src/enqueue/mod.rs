@@ -104,12 +104,17 @@ impl Enqueued {
 /// rows it describes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "not a sqlx 0.9 transaction or connection of an enabled database",
+    label = "not a transaction or connection of a supported layer and an enabled database",
     note = "enqueue inside the transaction that writes your rows: \
             `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
-    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`); a transaction \
-            of another sqlx version (0.8, or the one SeaORM uses) is another type with the same \
-            name: check `cargo tree -i sqlx` and use one version",
+    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`) and, with its \
+            cargo features, through sqlx 0.8 (`sqlx08`, PostgreSQL and MySQL), SeaORM 2 \
+            (`sea-orm`), diesel-async (`diesel-async`) and sync diesel (`diesel-postgres`, \
+            `diesel-mysql`, `diesel-sqlite`)",
+    note = "a transaction of another version (sqlx 0.7, SeaORM 1) is another type with the same \
+            name: `cargo tree -i sqlx` shows the versions in the build; sqlx 0.8 cannot enqueue \
+            on SQLite (sqlx 0.8 and 0.9 link different versions of the SQLite C library, which \
+            Cargo refuses in one build)",
     note = "a pool cannot enqueue (the message would not be part of your transaction); \
             to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
     note = "the connection's database must be enabled as a cargo feature of `outbox` \
@@ -131,18 +136,26 @@ impl<T: InsertMessages + ?Sized> EnqueueConnection for &mut T {
     }
 }
 
-/// A connection type the backends can write message rows through: `SqliteConnection`,
-/// `PgConnection`, `MySqlConnection`, and a `sqlx::Transaction` or
-/// `sqlx::pool::PoolConnection` over one of them. Applications pass `&mut` of one of these
+/// A connection type the backends can write message rows through: sqlx 0.9's
+/// `SqliteConnection`, `PgConnection`, `MySqlConnection`, and a `sqlx::Transaction` or
+/// `sqlx::pool::PoolConnection` over one of them; with the connection-layer features, sqlx
+/// 0.8's (`sqlx08`), SeaORM 2's `DatabaseTransaction` (`sea-orm`), diesel-async's
+/// connections (`diesel-async`) and sync diesel's (`diesel-postgres`, `diesel-mysql`,
+/// `diesel-sqlite`). Applications pass `&mut` of one of these
 /// to `enqueue` ([`EnqueueConnection`]); they do not call it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "not a sqlx 0.9 transaction or connection of an enabled database",
+    label = "not a transaction or connection of a supported layer and an enabled database",
     note = "enqueue inside the transaction that writes your rows: \
             `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
-    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`); a transaction \
-            of another sqlx version (0.8, or the one SeaORM uses) is another type with the same \
-            name: check `cargo tree -i sqlx` and use one version",
+    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`) and, with its \
+            cargo features, through sqlx 0.8 (`sqlx08`, PostgreSQL and MySQL), SeaORM 2 \
+            (`sea-orm`), diesel-async (`diesel-async`) and sync diesel (`diesel-postgres`, \
+            `diesel-mysql`, `diesel-sqlite`)",
+    note = "a transaction of another version (sqlx 0.7, SeaORM 1) is another type with the same \
+            name: `cargo tree -i sqlx` shows the versions in the build; sqlx 0.8 cannot enqueue \
+            on SQLite (sqlx 0.8 and 0.9 link different versions of the SQLite C library, which \
+            Cargo refuses in one build)",
     note = "a pool cannot enqueue (the message would not be part of your transaction); \
             to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
     note = "the connection's database must be enabled as a cargo feature of `outbox` \
