@@ -59,7 +59,10 @@ pub async fn enqueue_commit_rollback_and_deliver<H: Harness, L: Layer>() {
     );
     let batch = [Mail { n: 2 }, Mail { n: 1 }, Mail { n: 3 }];
     let done = enqueue_many(L::conn(&mut tx), &batch).await.unwrap();
-    assert!(!done[0].is_duplicate() && !done[2].is_duplicate(), "{done:?}");
+    assert!(
+        !done[0].is_duplicate() && !done[2].is_duplicate(),
+        "{done:?}"
+    );
     assert_eq!(done[1].id(), first.id(), "{done:?}");
     // The helpers read the uncommitted messages through the layer's transaction.
     let seen = testing::queued::<Mail, _>(L::conn(&mut tx)).await;
@@ -189,8 +192,12 @@ pub mod sqlx08_layer {
                 }
 
                 async fn finish(tx: Self::Tx<'_>, commit: bool) -> Result<(), String> {
-                    if commit { tx.commit().await } else { tx.rollback().await }
-                        .map_err(|e| e.to_string())
+                    if commit {
+                        tx.commit().await
+                    } else {
+                        tx.rollback().await
+                    }
+                    .map_err(|e| e.to_string())
                 }
             }
         };

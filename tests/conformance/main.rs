@@ -285,17 +285,82 @@ macro_rules! layer_tests {
     };
 }
 
-layer_tests!(sqlx08_postgres, harness::PostgresHarness, layers::sqlx08_layer::Sqlx08<sqlx08::Postgres>, "sqlx08", "postgres");
-layer_tests!(sqlx08_mysql, harness::MySqlHarness, layers::sqlx08_layer::Sqlx08<sqlx08::MySql>, "sqlx08", "mysql");
-layer_tests!(sea_orm_sqlite, harness::SqliteHarness, layers::sea_orm_layer::SeaOrm, "sea-orm", "sqlite");
-layer_tests!(sea_orm_postgres, harness::PostgresHarness, layers::sea_orm_layer::SeaOrm, "sea-orm", "postgres");
-layer_tests!(sea_orm_mysql, harness::MySqlHarness, layers::sea_orm_layer::SeaOrm, "sea-orm", "mysql");
-layer_tests!(diesel_async_sqlite, harness::SqliteHarness, layers::diesel_async_layer::DieselAsync<diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>>, "diesel-async", "sqlite");
-layer_tests!(diesel_async_postgres, harness::PostgresHarness, layers::diesel_async_layer::DieselAsync<diesel_async::AsyncPgConnection>, "diesel-async", "postgres");
-layer_tests!(diesel_async_mysql, harness::MySqlHarness, layers::diesel_async_layer::DieselAsync<diesel_async::AsyncMysqlConnection>, "diesel-async", "mysql");
-layer_tests!(diesel_sqlite, harness::SqliteHarness, layers::diesel_layer::Diesel<diesel::SqliteConnection>, "diesel-sqlite");
-layer_tests!(diesel_postgres, harness::PostgresHarness, layers::diesel_layer::Diesel<diesel::PgConnection>, "diesel-postgres");
-layer_tests!(diesel_mysql, harness::MySqlHarness, layers::diesel_layer::Diesel<diesel::MysqlConnection>, "diesel-mysql");
+layer_tests!(
+    sqlx08_postgres,
+    harness::PostgresHarness,
+    layers::sqlx08_layer::Sqlx08<sqlx08::Postgres>,
+    "sqlx08",
+    "postgres"
+);
+layer_tests!(
+    sqlx08_mysql,
+    harness::MySqlHarness,
+    layers::sqlx08_layer::Sqlx08<sqlx08::MySql>,
+    "sqlx08",
+    "mysql"
+);
+layer_tests!(
+    sea_orm_sqlite,
+    harness::SqliteHarness,
+    layers::sea_orm_layer::SeaOrm,
+    "sea-orm",
+    "sqlite"
+);
+layer_tests!(
+    sea_orm_postgres,
+    harness::PostgresHarness,
+    layers::sea_orm_layer::SeaOrm,
+    "sea-orm",
+    "postgres"
+);
+layer_tests!(
+    sea_orm_mysql,
+    harness::MySqlHarness,
+    layers::sea_orm_layer::SeaOrm,
+    "sea-orm",
+    "mysql"
+);
+layer_tests!(
+    diesel_async_sqlite,
+    harness::SqliteHarness,
+    layers::diesel_async_layer::DieselAsync<
+        diesel_async::sync_connection_wrapper::SyncConnectionWrapper<diesel::SqliteConnection>,
+    >,
+    "diesel-async",
+    "sqlite"
+);
+layer_tests!(
+    diesel_async_postgres,
+    harness::PostgresHarness,
+    layers::diesel_async_layer::DieselAsync<diesel_async::AsyncPgConnection>,
+    "diesel-async",
+    "postgres"
+);
+layer_tests!(
+    diesel_async_mysql,
+    harness::MySqlHarness,
+    layers::diesel_async_layer::DieselAsync<diesel_async::AsyncMysqlConnection>,
+    "diesel-async",
+    "mysql"
+);
+layer_tests!(
+    diesel_sqlite,
+    harness::SqliteHarness,
+    layers::diesel_layer::Diesel<diesel::SqliteConnection>,
+    "diesel-sqlite"
+);
+layer_tests!(
+    diesel_postgres,
+    harness::PostgresHarness,
+    layers::diesel_layer::Diesel<diesel::PgConnection>,
+    "diesel-postgres"
+);
+layer_tests!(
+    diesel_mysql,
+    harness::MySqlHarness,
+    layers::diesel_layer::Diesel<diesel::MysqlConnection>,
+    "diesel-mysql"
+);
 
 /// Sync diesel's `conn.transaction(|conn| …)` with `enqueue_blocking`, per database.
 mod diesel_closure {
@@ -305,21 +370,28 @@ mod diesel_closure {
     #[cfg(feature = "diesel-sqlite")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite() {
-        layers::diesel_transaction_closure_enqueues_blocking::<harness::SqliteHarness, diesel::SqliteConnection>(
-            |url| url.strip_prefix("sqlite://").unwrap_or(url),
-        )
+        layers::diesel_transaction_closure_enqueues_blocking::<
+            harness::SqliteHarness,
+            diesel::SqliteConnection,
+        >(|url| url.strip_prefix("sqlite://").unwrap_or(url))
         .await
     }
     #[cfg(feature = "diesel-postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres() {
-        layers::diesel_transaction_closure_enqueues_blocking::<harness::PostgresHarness, diesel::PgConnection>(|url| url)
-            .await
+        layers::diesel_transaction_closure_enqueues_blocking::<
+            harness::PostgresHarness,
+            diesel::PgConnection,
+        >(|url| url)
+        .await
     }
     #[cfg(feature = "diesel-mysql")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn mysql() {
-        layers::diesel_transaction_closure_enqueues_blocking::<harness::MySqlHarness, diesel::MysqlConnection>(|url| url)
-            .await
+        layers::diesel_transaction_closure_enqueues_blocking::<
+            harness::MySqlHarness,
+            diesel::MysqlConnection,
+        >(|url| url)
+        .await
     }
 }

@@ -27,13 +27,13 @@ use diesel::{
 ))]
 use futures::future::BoxFuture;
 
+use super::ForeignDatabaseError;
 #[cfg(any(
     feature = "diesel-postgres",
     feature = "diesel-mysql",
     feature = "diesel-sqlite"
 ))]
 use super::{Dialect, RawSql};
-use super::ForeignDatabaseError;
 use crate::backend::sql::Arg;
 
 /// The one column every bridged query returns.
@@ -53,11 +53,7 @@ impl TextCell {
 /// `sql` with `args` bound in order, as an owned diesel query.
 pub(super) fn query<DB>(sql: &str, args: &[Arg<'_>]) -> BoxedSqlQuery<'static, DB, SqlQuery>
 where
-    DB: Backend
-        + HasSqlType<BigInt>
-        + HasSqlType<Double>
-        + HasSqlType<Text>
-        + HasSqlType<Binary>,
+    DB: Backend + HasSqlType<BigInt> + HasSqlType<Double> + HasSqlType<Text> + HasSqlType<Binary>,
     i64: ToSql<BigInt, DB>,
     f64: ToSql<Double, DB>,
     String: ToSql<Text, DB>,

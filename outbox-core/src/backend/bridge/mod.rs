@@ -197,8 +197,11 @@ async fn insert<C: RawSql + ?Sized>(
     let dialect = conn.dialect();
     let q = queries(dialect);
     let encoded = dialect.encode(rows)?;
-    conn.execute(q.enqueue, &[Arg::Text(&encoded), Arg::OptInt(dialect.now())])
-        .await?;
+    conn.execute(
+        q.enqueue,
+        &[Arg::Text(&encoded), Arg::OptInt(dialect.now())],
+    )
+    .await?;
     // Ids are fresh: only a taken key can have kept a row out, and only then is it asked
     // which rows are in the table (this transaction sees its own).
     let written = if rows.iter().all(|m| m.idempotency_key.is_none()) {
@@ -362,7 +365,14 @@ async fn lose_transaction<C: RawSql + ?Sized>(conn: &mut C) {
                     return;
                 }
             }
-            if conn.query_text(foreign_keys, &[]).await.ok().flatten().as_deref() != Some("1") {
+            if conn
+                .query_text(foreign_keys, &[])
+                .await
+                .ok()
+                .flatten()
+                .as_deref()
+                != Some("1")
+            {
                 tracing::error!(
                     "an enqueue lost its transaction, and with foreign_keys off on this \
                      connection the outbox cannot keep the transaction's later statements \
@@ -523,24 +533,36 @@ mod tests {
     #[test]
     fn statement_files_split_into_statements_without_comments() {
         let sql = "-- one\n-- two; still a comment\nROLLBACK;\nSTART TRANSACTION READ ONLY;\n";
-        assert_eq!(statements(sql), vec!["ROLLBACK", "START TRANSACTION READ ONLY"]);
+        assert_eq!(
+            statements(sql),
+            vec!["ROLLBACK", "START TRANSACTION READ ONLY"]
+        );
     }
 
     #[test]
     fn messages_name_the_code_layers_hide() {
-        assert_eq!(code_of_message("postgres", "deadlock detected"), Some("40P01"));
+        assert_eq!(
+            code_of_message("postgres", "deadlock detected"),
+            Some("40P01")
+        );
         assert_eq!(
             code_of_message("postgres", r#"relation "outbox_messages" does not exist"#),
             Some("42P01")
         );
         assert_eq!(
-            code_of_message("mysql", "Lock wait timeout exceeded; try restarting transaction"),
+            code_of_message(
+                "mysql",
+                "Lock wait timeout exceeded; try restarting transaction"
+            ),
             Some("HY000")
         );
         assert_eq!(
             code_of_message("mysql", "Table 'test.outbox_messages' doesn't exist"),
             Some("42S02")
         );
-        assert_eq!(code_of_message("sqlite", "no such table: outbox_messages"), None);
+        assert_eq!(
+            code_of_message("sqlite", "no such table: outbox_messages"),
+            None
+        );
     }
 }
