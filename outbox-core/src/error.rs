@@ -227,7 +227,7 @@ fn engine(e: &sqlx::Error) -> Option<&'static str> {
         feature = "diesel-mysql",
         feature = "diesel-sqlite"
     ))]
-    if let Some(e) = _d.try_downcast_ref::<crate::backend::bridge::ForeignDatabaseError>() {
+    if let Some(e) = _d.try_downcast_ref::<crate::foreign_error::ForeignDatabaseError>() {
         return Some(e.engine);
     }
     #[cfg(feature = "sqlite")]

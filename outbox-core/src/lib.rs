@@ -10,6 +10,15 @@ pub mod clock;
 mod counters;
 mod enqueue;
 mod error;
+#[cfg(any(
+    feature = "sqlx08",
+    feature = "sea-orm",
+    feature = "diesel-async",
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+))]
+mod foreign_error;
 pub mod handler;
 mod layers;
 mod message;

@@ -27,7 +27,6 @@ use diesel::{
 ))]
 use futures::future::BoxFuture;
 
-use super::ForeignDatabaseError;
 #[cfg(any(
     feature = "diesel-postgres",
     feature = "diesel-mysql",
@@ -35,6 +34,7 @@ use super::ForeignDatabaseError;
 ))]
 use super::{Dialect, RawSql};
 use crate::backend::sql::Arg;
+use crate::foreign_error::ForeignDatabaseError;
 
 /// The one column every bridged query returns.
 #[derive(QueryableByName)]

@@ -8,8 +8,9 @@
 use futures::future::BoxFuture;
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, RuntimeErr, Statement};
 
-use super::{Dialect, ForeignDatabaseError, RawSql};
+use super::{Dialect, RawSql};
 use crate::backend::sql::Arg;
+use crate::foreign_error::ForeignDatabaseError;
 
 /// The statement `sql` with `args`, in SeaORM's terms.
 fn statement(backend: DbBackend, sql: &str, args: &[Arg<'_>]) -> Statement {

@@ -7,7 +7,8 @@
 
 use futures::future::BoxFuture;
 
-use super::{Dialect, ForeignDatabaseError, RawSql};
+use super::{Dialect, RawSql};
+use crate::foreign_error::ForeignDatabaseError;
 use crate::{
     backend::sql::Arg,
     enqueue::{Enqueued, InsertMessages, NewMessage, QueuedRow, SelectInsert, SelectWritten},
