@@ -117,58 +117,39 @@ sqlx08_connection!(sqlx08::PgConnection, Dialect::Postgres, "postgres");
 #[cfg(feature = "mysql")]
 sqlx08_connection!(sqlx08::MySqlConnection, Dialect::MySql, "mysql");
 
-/// A sqlx 0.8 transaction enqueues through its connection.
-impl<DB> InsertMessages for sqlx08::Transaction<'_, DB>
-where
-    DB: sqlx08::Database,
-    DB::Connection: RawSql,
-{
-    fn insert_messages<'a>(
-        &'a mut self,
-        rows: &'a [NewMessage],
-    ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
-        Box::pin(super::insert_messages(&mut **self, rows))
-    }
+/// [`InsertMessages`] for a sqlx 0.8 wrapper of a connection (a transaction, a pooled
+/// connection): through the connection it derefs to.
+macro_rules! through_connection {
+    ($($wrapper:ident)::+ $(<$lt:lifetime>)?) => {
+        impl<DB> InsertMessages for $($wrapper)::+<$($lt,)? DB>
+        where
+            DB: sqlx08::Database,
+            DB::Connection: RawSql,
+        {
+            fn insert_messages<'a>(
+                &'a mut self,
+                rows: &'a [NewMessage],
+            ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
+                Box::pin(super::insert_messages(&mut **self, rows))
+            }
 
-    fn insert_select<'a>(
-        &'a mut self,
-        insert: &'a SelectInsert<'a>,
-    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
-        Box::pin(super::insert_select(&mut **self, insert))
-    }
+            fn insert_select<'a>(
+                &'a mut self,
+                insert: &'a SelectInsert<'a>,
+            ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
+                Box::pin(super::insert_select(&mut **self, insert))
+            }
 
-    fn queued_rows<'a>(
-        &'a mut self,
-        type_tag: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
-        Box::pin(super::queued_rows(&mut **self, type_tag))
-    }
+            fn queued_rows<'a>(
+                &'a mut self,
+                type_tag: &'a str,
+            ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
+                Box::pin(super::queued_rows(&mut **self, type_tag))
+            }
+        }
+    };
 }
 
-/// A pooled sqlx 0.8 connection enqueues on its own (outside a transaction).
-impl<DB> InsertMessages for sqlx08::pool::PoolConnection<DB>
-where
-    DB: sqlx08::Database,
-    DB::Connection: RawSql,
-{
-    fn insert_messages<'a>(
-        &'a mut self,
-        rows: &'a [NewMessage],
-    ) -> BoxFuture<'a, Result<Vec<Enqueued>, sqlx::Error>> {
-        Box::pin(super::insert_messages(&mut **self, rows))
-    }
-
-    fn insert_select<'a>(
-        &'a mut self,
-        insert: &'a SelectInsert<'a>,
-    ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
-        Box::pin(super::insert_select(&mut **self, insert))
-    }
-
-    fn queued_rows<'a>(
-        &'a mut self,
-        type_tag: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
-        Box::pin(super::queued_rows(&mut **self, type_tag))
-    }
-}
+// A transaction enqueues inside it; a pooled connection on its own.
+through_connection!(sqlx08::Transaction<'_>);
+through_connection!(sqlx08::pool::PoolConnection);
