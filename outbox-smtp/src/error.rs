@@ -143,6 +143,8 @@ pub enum SendError {
     },
     /// The server cannot take this message (e.g. it needs SMTPUTF8).
     Unsupported(String),
+    /// The DKIM signature could not be made (feature `dkim`); nothing was sent unsigned.
+    Sign(String),
     /// The development file transport could not write.
     File {
         /// The file.
@@ -163,9 +165,10 @@ impl SendError {
             SendError::RecipientsRefused(refused) => {
                 !refused.is_empty() && refused.iter().all(|r| !r.is_transient())
             }
-            SendError::Connection { .. } | SendError::Timeout { .. } | SendError::File { .. } => {
-                false
-            }
+            SendError::Connection { .. }
+            | SendError::Timeout { .. }
+            | SendError::File { .. }
+            | SendError::Sign(_) => false,
         }
     }
 
@@ -182,6 +185,7 @@ impl SendError {
             SendError::Invalid(_)
             | SendError::RecipientsRefused(_)
             | SendError::Unsupported(_)
+            | SendError::Sign(_)
             | SendError::File { .. } => false,
         }
     }
@@ -249,6 +253,9 @@ impl fmt::Display for SendError {
                 "the SMTP server did not answer within {after:?} at {stage}; {verdict}"
             ),
             SendError::Unsupported(reason) => write!(f, "{reason}; {verdict}"),
+            SendError::Sign(reason) => {
+                write!(f, "the DKIM signature failed: {reason}; {verdict}")
+            }
             SendError::File { path, reason } => {
                 write!(f, "cannot write {}: {reason}; {verdict}", path.display())
             }

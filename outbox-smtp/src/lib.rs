@@ -4,6 +4,8 @@
 mod capture;
 mod config;
 mod dev;
+#[cfg(feature = "dkim")]
+mod dkim;
 mod email;
 mod error;
 mod mailer;
@@ -14,6 +16,8 @@ mod smtp;
 
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
+#[cfg(feature = "dkim")]
+pub use dkim::{DkimAlgorithm, DkimSigner, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
 pub use mailer::{Delivery, Mailer};

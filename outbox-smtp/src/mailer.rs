@@ -197,6 +197,8 @@ impl Mailer {
         id: &MessageId,
         subject: &str,
     ) -> Result<Delivery, SendError> {
+        #[cfg(feature = "dkim")]
+        let rendered = self.sign(rendered, id)?;
         let all = || rendered.recipients.iter().map(|a| a.to_string()).collect();
         let (accepted, refused, file) = match &self.inner.sender {
             Sender::Smtp(smtp) => {
@@ -223,6 +225,32 @@ impl Mailer {
             redirected: rendered.redirected,
             file,
         })
+    }
+
+    /// Puts a DKIM signature in front of `rendered` when signers are configured.
+    #[cfg(feature = "dkim")]
+    fn sign(
+        &self,
+        mut rendered: render::Rendered,
+        id: &MessageId,
+    ) -> Result<render::Rendered, SendError> {
+        let Some((signer, aligned)) =
+            crate::dkim::pick(&self.inner.config.dkim, rendered.from_domain.as_deref())
+        else {
+            return Ok(rendered);
+        };
+        if !aligned {
+            tracing::warn!(
+                message.id = %id, from_domain = ?rendered.from_domain, dkim_domain = signer.domain(),
+                "no DKIM signer for the sender's domain: signed with the first one, which does \
+                 not align for DMARC; add a signer for this domain"
+            );
+        }
+        let header = signer.signature(&rendered.bytes).map_err(SendError::Sign)?;
+        let mut bytes = header.into_bytes();
+        bytes.append(&mut rendered.bytes);
+        rendered.bytes = bytes;
+        Ok(rendered)
     }
 
     /// Sends `email` outside the outbox (a fresh id each call), e.g. from a test or a

@@ -28,6 +28,8 @@ pub(crate) struct Rendered {
     pub(crate) bytes: Vec<u8>,
     /// True when the test-mode redirect rewrote the recipients.
     pub(crate) redirected: bool,
+    /// The domain of the `From` header (what DKIM aligns with), when it has one.
+    pub(crate) from_domain: Option<String>,
 }
 
 /// How to render: where Message-IDs live, the redirect, and whether `Bcc` stays visible
@@ -120,7 +122,20 @@ pub(crate) fn render_raw(
         recipients,
         bytes,
         redirected: redirect.is_some(),
+        from_domain: header_value(&raw.data, "From").and_then(|v| address_domain(&v)),
     })
+}
+
+/// The domain of the (first) address in header value `value`: `Name <a@b.example>` or
+/// `a@b.example`.
+fn address_domain(value: &str) -> Option<String> {
+    let address = match (value.find('<'), value.find('>')) {
+        (Some(open), Some(close)) if open < close => &value[open + 1..close],
+        _ => value.split(',').next().unwrap_or(value),
+    };
+    let (_, domain) = address.trim().rsplit_once('@')?;
+    let domain = domain.trim();
+    (!domain.is_empty()).then(|| domain.to_ascii_lowercase())
 }
 
 /// The value of header `name` (case-insensitive) in the header section of `data`, folded
@@ -217,6 +232,7 @@ pub(crate) fn render(
         recipients: message.envelope().to().to_vec(),
         bytes: message.formatted(),
         redirected: redirected.is_some(),
+        from_domain: email.from.domain().map(str::to_ascii_lowercase),
     })
 }
 
@@ -272,7 +288,24 @@ enum Content {
 
 #[cfg(test)]
 mod tests {
-    use super::header_value;
+    use super::{address_domain, header_value};
+
+    #[test]
+    fn the_from_domain_is_read_from_either_address_form() {
+        assert_eq!(
+            address_domain("Ann <ann@News.Example.com>").as_deref(),
+            Some("news.example.com")
+        );
+        assert_eq!(
+            address_domain("ann@example.org").as_deref(),
+            Some("example.org")
+        );
+        assert_eq!(
+            address_domain("\"a@b\" <c@d.example>").as_deref(),
+            Some("d.example")
+        );
+        assert_eq!(address_domain("undisclosed"), None);
+    }
 
     #[test]
     fn a_header_is_found_by_name_with_its_folded_lines() {

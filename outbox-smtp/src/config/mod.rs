@@ -39,6 +39,8 @@ pub struct MailerConfig {
     pub(crate) transport: Transport,
     pub(crate) message_id_domain: Option<String>,
     pub(crate) redirect: Option<TestRedirect>,
+    #[cfg(feature = "dkim")]
+    pub(crate) dkim: Vec<crate::DkimSigner>,
 }
 
 impl MailerConfig {
@@ -86,6 +88,8 @@ impl MailerConfig {
             transport,
             message_id_domain: None,
             redirect: None,
+            #[cfg(feature = "dkim")]
+            dkim: Vec::new(),
         }
     }
 
@@ -99,6 +103,16 @@ impl MailerConfig {
     /// Rewrites recipients for testing (default: off); see [`TestRedirect`].
     pub fn test_redirect(mut self, redirect: TestRedirect) -> Self {
         self.redirect = Some(redirect);
+        self
+    }
+
+    /// Signs every email with DKIM (feature `dkim`). Call once per sending domain: an email
+    /// is signed by the signer whose domain is its `From` domain or a parent of it, else by
+    /// the first one given (signed, but not aligned for DMARC; a WARN says so). See
+    /// [`DkimSigner`](crate::DkimSigner).
+    #[cfg(feature = "dkim")]
+    pub fn dkim(mut self, signer: crate::DkimSigner) -> Self {
+        self.dkim.push(signer);
         self
     }
 

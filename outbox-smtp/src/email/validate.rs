@@ -21,6 +21,7 @@ pub(crate) const RESERVED_HEADERS: &[&str] = &[
     "content-transfer-encoding",
     "content-disposition",
     "return-path",
+    "dkim-signature",
 ];
 
 /// Longest header name lettre accepts.
