@@ -13,6 +13,7 @@ mod queued;
 mod redirect;
 mod render;
 mod smtp;
+mod unsubscribe;
 
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
@@ -24,3 +25,4 @@ pub use mailer::{Delivery, Mailer};
 pub use outbox_core::InvalidMessage;
 pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};
+pub use unsubscribe::{TokenError, Unsubscribe, UnsubscribeKeys, UnsubscribeToken, MIN_KEY_BYTES};

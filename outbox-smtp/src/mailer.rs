@@ -181,10 +181,19 @@ impl Mailer {
     ) -> Result<Delivery, SendError> {
         let config = &self.inner.config;
         let keep_bcc = matches!(self.inner.sender, Sender::File(_) | Sender::Log);
+        if email.list.is_some() && config.unsubscribe.is_none() {
+            return Err(SendError::Unsupported(
+                "this is a list email (it has a `list`), and bulk mail without one-click \
+                 unsubscribe is refused by Gmail, Yahoo and Outlook: give the mailer \
+                 MailerConfig::unsubscribe(..)"
+                    .to_owned(),
+            ));
+        }
         let options = RenderOptions {
             message_id_domain: config.message_id_domain.as_deref(),
             redirect: config.redirect.as_ref(),
             keep_bcc,
+            unsubscribe: config.unsubscribe.as_ref(),
         };
         let rendered = render::render(email, id, type_tag, &options)?;
         self.hand_over(rendered, id, &email.subject).await

@@ -10,7 +10,7 @@ use lettre::message::{
 };
 use outbox_core::{InvalidMessage, MessageId, OutboxMessage};
 
-use crate::{queued::RawEmail, Email, Mailbox, TestRedirect};
+use crate::{queued::RawEmail, Email, Mailbox, TestRedirect, Unsubscribe, UnsubscribeToken};
 
 /// Domain of Message-IDs when neither the configuration nor the sender gives a usable one.
 const FALLBACK_DOMAIN: &str = "outbox.localhost";
@@ -38,6 +38,8 @@ pub(crate) struct RenderOptions<'a> {
     pub(crate) message_id_domain: Option<&'a str>,
     pub(crate) redirect: Option<&'a TestRedirect>,
     pub(crate) keep_bcc: bool,
+    /// Where list emails' unsubscribe headers point.
+    pub(crate) unsubscribe: Option<&'a Unsubscribe>,
 }
 
 /// The stable Message-ID of the message with outbox id `id`.
@@ -213,6 +215,15 @@ pub(crate) fn render(
             &h.name,
             &h.value,
         )?);
+    }
+    if let (Some(list), Some(unsubscribe)) = (&email.list, options.unsubscribe) {
+        // The token names the recipient the list mail is for (before any test redirect).
+        let recipient = email.recipients().next().map(|m| m.address.as_str());
+        let token = UnsubscribeToken::new(id.as_str(), list, recipient.unwrap_or_default());
+        let (list_unsubscribe, post) = unsubscribe.headers(&token);
+        builder = builder
+            .raw_header(header("list", "List-Unsubscribe", &list_unsubscribe)?)
+            .raw_header(header("list", "List-Unsubscribe-Post", &post)?);
     }
     for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {
         builder = builder.raw_header(header(name, name, value)?);

@@ -41,6 +41,7 @@ pub struct MailerConfig {
     pub(crate) redirect: Option<TestRedirect>,
     #[cfg(feature = "dkim")]
     pub(crate) dkim: Vec<crate::DkimSigner>,
+    pub(crate) unsubscribe: Option<crate::Unsubscribe>,
 }
 
 impl MailerConfig {
@@ -90,6 +91,7 @@ impl MailerConfig {
             redirect: None,
             #[cfg(feature = "dkim")]
             dkim: Vec::new(),
+            unsubscribe: None,
         }
     }
 
@@ -116,6 +118,14 @@ impl MailerConfig {
         self
     }
 
+    /// Gives list emails ([`EmailBuilder::list`](crate::EmailBuilder::list)) one-click
+    /// unsubscribe headers (RFC 8058) pointing at `unsubscribe`'s URL. Without it a list
+    /// email is not sent: it becomes a dead letter that says to configure this.
+    pub fn unsubscribe(mut self, unsubscribe: crate::Unsubscribe) -> Self {
+        self.unsubscribe = Some(unsubscribe);
+        self
+    }
+
     /// The transport.
     pub fn transport(&self) -> &Transport {
         &self.transport
@@ -139,6 +149,9 @@ impl MailerConfig {
         }
         if let Some(redirect) = &self.redirect {
             redirect.check()?;
+        }
+        if let Some(unsubscribe) = &self.unsubscribe {
+            unsubscribe.check()?;
         }
         match &self.transport {
             Transport::Smtp(smtp) => smtp.check(),

@@ -27,6 +27,7 @@ pub struct EmailBuilder {
     tags: Vec<String>,
     metadata: BTreeMap<String, String>,
     idempotency_key: Option<String>,
+    list: Option<String>,
 }
 
 impl EmailBuilder {
@@ -120,6 +121,13 @@ impl EmailBuilder {
         self
     }
 
+    /// Marks the email as bulk mail of mailing list `list` (`newsletter`): it gets one-click
+    /// unsubscribe headers (see [`Email::list`]) and must have exactly one recipient.
+    pub fn list(mut self, list: impl Into<String>) -> Self {
+        self.list = Some(list.into());
+        self
+    }
+
     /// The email, checked as enqueue will check it; the error names the field.
     pub fn build(self) -> Result<Email, InvalidMessage> {
         let from = self.from.ok_or_else(|| {
@@ -139,6 +147,7 @@ impl EmailBuilder {
             tags: self.tags,
             metadata: self.metadata,
             idempotency_key: self.idempotency_key,
+            list: self.list,
         };
         email.validate()?;
         Ok(email)

@@ -91,6 +91,12 @@ pub struct Email {
     /// first one's row exists.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// The mailing list this email is bulk mail of (`newsletter`), or `None` for
+    /// transactional mail. A list email goes to one recipient; a mailer with
+    /// [`MailerConfig::unsubscribe`](crate::MailerConfig::unsubscribe) gives it one-click
+    /// unsubscribe headers (RFC 8058) whose token names the recipient and this list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<String>,
 }
 
 /// One extra header of an [`Email`].

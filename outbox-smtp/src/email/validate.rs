@@ -58,6 +58,9 @@ pub(crate) fn email(email: &Email) -> Result<(), InvalidMessage> {
         check_header_text(&header.value)
             .map_err(|why| InvalidMessage::new(&field, format!("the value {why}")))?;
     }
+    if let Some(list) = &email.list {
+        list_email(email, list)?;
+    }
     let mut total = 0usize;
     for (i, a) in email.attachments.iter().enumerate() {
         let field = format!("attachments[{i}]");
@@ -75,6 +78,46 @@ pub(crate) fn email(email: &Email) -> Result<(), InvalidMessage> {
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Longest list name, in bytes.
+const MAX_LIST_NAME_LEN: usize = 100;
+
+/// A list email: a usable list name, one recipient (its unsubscribe token names them) and
+/// no unsubscribe headers of its own (the mailer writes them).
+fn list_email(email: &Email, list: &str) -> Result<(), InvalidMessage> {
+    let name_ok = !list.is_empty()
+        && list.len() <= MAX_LIST_NAME_LEN
+        && list
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if !name_ok {
+        return Err(InvalidMessage::new(
+            "list",
+            format!(
+                "{list:?} is not a list name: use 1 to {MAX_LIST_NAME_LEN} ASCII letters,                  digits, '_', '-', '.' or ':'"
+            ),
+        ));
+    }
+    let recipients = email.recipients().count();
+    if recipients != 1 {
+        return Err(InvalidMessage::new(
+            "to",
+            format!(
+                "a list email goes to exactly one recipient (its unsubscribe link names them);                  this one has {recipients}: enqueue one email per recipient"
+            ),
+        ));
+    }
+    if let Some(h) = email.headers.iter().find(|h| {
+        h.name.eq_ignore_ascii_case("list-unsubscribe")
+            || h.name.eq_ignore_ascii_case("list-unsubscribe-post")
+    }) {
+        return Err(InvalidMessage::new(
+            format!("headers[{:?}]", h.name),
+            "a list email gets its unsubscribe headers from the mailer              (MailerConfig::unsubscribe); remove this one",
+        ));
     }
     Ok(())
 }
@@ -171,5 +214,22 @@ mod tests {
         e.attachments
             .push(Attachment::new("a.txt", "not a type", b"x".to_vec()));
         assert_eq!(field_of(&e), "attachments[0]");
+
+        let mut e = valid();
+        e.list = Some("news letter".into());
+        assert_eq!(field_of(&e), "list");
+        e.list = Some("news".into());
+        assert!(email(&e).is_ok());
+        e.cc.push(Mailbox::from("c@example.com"));
+        assert!(email(&e)
+            .unwrap_err()
+            .reason
+            .contains("exactly one recipient"));
+        e.cc.clear();
+        e.headers.push(Header {
+            name: "List-Unsubscribe".into(),
+            value: "<https://x.example/u>".into(),
+        });
+        assert_eq!(field_of(&e), "headers[\"List-Unsubscribe\"]");
     }
 }

@@ -1,8 +1,9 @@
 //! DKIM: every email the mailer sends into a real SMTP server on loopback carries a
 //! signature that an independent verifier (dkimpy, `tests/tools/verify_dkim.py`) accepts
 //! with the DNS record the signer says to publish, for RSA (PKCS#1 and PKCS#8) and Ed25519
-//! keys made by `openssl`; the unsubscribe headers are inside the signature; a message
-//! changed on the way fails verification.
+//! keys made by `openssl`; a list email's one-click unsubscribe headers (RFC 8058), written
+//! by the mailer with a signed token, are inside the signature; a message changed on the
+//! way fails verification.
 
 mod common;
 #[path = "common/smtp_sink.rs"]
@@ -13,7 +14,10 @@ use std::{path::Path, process::Command, time::Duration};
 use common::TestDb;
 use outbox::{
     prelude::*,
-    smtp::{DkimSigner, Email, Mailer, MailerConfig, RawEmail, SmtpConfig},
+    smtp::{
+        DkimSigner, Email, Mailer, MailerConfig, RawEmail, SmtpConfig, Unsubscribe,
+        UnsubscribeKeys, UnsubscribeToken,
+    },
 };
 use smtp_sink::{SinkOptions, SmtpSink};
 
@@ -105,8 +109,19 @@ fn mailer(sink: &SmtpSink, signers: Vec<DkimSigner>) -> Mailer {
         .command_timeout(Duration::from_secs(5));
     let config = signers
         .into_iter()
-        .fold(MailerConfig::smtp(smtp), MailerConfig::dkim);
+        .fold(MailerConfig::smtp(smtp), MailerConfig::dkim)
+        .unsubscribe(unsubscribe());
     Mailer::new(config).unwrap()
+}
+
+fn keys() -> UnsubscribeKeys {
+    UnsubscribeKeys::new("2026-11", [42u8; 32]).unwrap()
+}
+
+fn unsubscribe() -> Unsubscribe {
+    Unsubscribe::new("https://example.com/outbox/u/", keys())
+        .unwrap()
+        .mailto("unsubscribe@example.com")
 }
 
 fn newsletter(to: &str) -> Email {
@@ -116,11 +131,7 @@ fn newsletter(to: &str) -> Email {
         .subject("Our November issue — with ümlauts")
         .text("Hello,\nthe news.\n\n.\nA line with a lone dot above.\n")
         .html("<p>Hello, the news.</p>")
-        .header(
-            "List-Unsubscribe",
-            "<https://example.com/u/TOKEN>, <mailto:unsubscribe@example.com?subject=TOKEN>",
-        )
-        .header("List-Unsubscribe-Post", "List-Unsubscribe=One-Click")
+        .list("november")
         .build()
         .unwrap()
 }
@@ -185,6 +196,31 @@ async fn rsa_and_ed25519_signatures_verify_and_cover_the_unsubscribe_headers() {
                 verdict.h
             );
         }
+        // The one-click URL carries a token that names the recipient and the list.
+        let parsed = mail_parser::MessageParser::default().parse(&data).unwrap();
+        let value = parsed
+            .header_raw("List-Unsubscribe")
+            .unwrap()
+            .trim()
+            .to_owned();
+        let url = value.split('>').next().unwrap().trim_start_matches('<');
+        let token = url
+            .strip_prefix("https://example.com/outbox/u/")
+            .unwrap_or_else(|| panic!("{value}"));
+        let read = keys().verify(token).unwrap();
+        assert_eq!(
+            (read.list.as_str(), read.address.as_str()),
+            ("november", "ada@example.net")
+        );
+        assert!(
+            value.contains("<mailto:unsubscribe@example.com?subject=unsubscribe%20"),
+            "{value}"
+        );
+        assert_eq!(
+            parsed.header_raw("List-Unsubscribe-Post").map(str::trim),
+            Some("List-Unsubscribe=One-Click")
+        );
+        let _: UnsubscribeToken = read;
         // The same bytes with one header changed on the way: the verifier refuses them.
         let text = String::from_utf8(data.clone()).unwrap();
         let tampered = text.replacen(
@@ -285,4 +321,36 @@ async fn each_sender_domain_gets_its_own_signer_and_raw_emails_are_signed_too() 
         .unwrap();
     let data = delivered(&sink, &mailer, stranger).await;
     assert!(verify(dir.path(), &data, &shop).valid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_email_without_unsubscribe_configured_is_not_sent_and_says_why() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let bare = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    assert!(!newsletter("eve@example.net")
+        .enqueue(&mut *tx)
+        .await
+        .unwrap()
+        .is_duplicate());
+    tx.commit().await.unwrap();
+    let outbox = Outbox::new(db.backend()).register::<Email, _>(bare.handler());
+    let report = outbox.drain().await.unwrap();
+    assert_eq!((report.counts.delivered, report.counts.given_up), (0, 1));
+    assert!(sink.received().is_empty(), "nothing reached the server");
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .list(&outbox::DeadLetterFilter::all(), 0, 10)
+        .await
+        .unwrap();
+    assert!(
+        dead[0].last_error.contains("MailerConfig::unsubscribe"),
+        "{}",
+        dead[0].last_error
+    );
 }
