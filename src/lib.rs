@@ -84,6 +84,11 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/testing.md")]
     pub mod testing {}
 
+    /// Deliverability: DKIM signing and one-click unsubscribe for bulk mail (feature `dkim`).
+    #[cfg(feature = "dkim")]
+    #[doc = include_str!("../docs/guides/deliverability.md")]
+    pub mod deliverability {}
+
     /// Operating: the command line, the web admin, metrics and traces.
     #[doc = include_str!("../docs/guides/operating.md")]
     pub mod operating {}
