@@ -16,7 +16,7 @@ use outbox::{
     prelude::*,
     smtp::{
         DkimSigner, Email, Mailer, MailerConfig, RawEmail, SmtpConfig, Unsubscribe,
-        UnsubscribeKeys, UnsubscribeToken,
+        TestRedirect, UnsubscribeKeys,
     },
 };
 use smtp_sink::{SinkOptions, SmtpSink};
@@ -220,7 +220,10 @@ async fn rsa_and_ed25519_signatures_verify_and_cover_the_unsubscribe_headers() {
             parsed.header_raw("List-Unsubscribe-Post").map(str::trim),
             Some("List-Unsubscribe=One-Click")
         );
-        let _: UnsubscribeToken = read;
+        assert_eq!(
+            parsed.header_raw("List-Id").map(str::trim),
+            Some("<november.example.com>")
+        );
         // The same bytes with one header changed on the way: the verifier refuses them.
         let text = String::from_utf8(data.clone()).unwrap();
         let tampered = text.replacen(
@@ -353,4 +356,51 @@ async fn a_list_email_without_unsubscribe_configured_is_not_sent_and_says_why() 
         "{}",
         dead[0].last_error
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_with_two_keys_gets_two_signatures_and_a_redirected_list_email_names_its_recipient(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let ed = DkimSigner::from_pem("example.com", "ed", &ed25519(dir.path())).unwrap();
+    let rsa = DkimSigner::from_pem("example.com", "rsa", &rsa_pkcs1(dir.path())).unwrap();
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let mailer = Mailer::new(
+        MailerConfig::smtp(smtp)
+            .dkim(ed.clone())
+            .dkim(rsa.clone())
+            .unsubscribe(unsubscribe())
+            .test_redirect(TestRedirect::to_address("qa@example.org")),
+    )
+    .unwrap();
+    let data = delivered(&sink, &mailer, newsletter("ada@example.net")).await;
+    let text = String::from_utf8(data.clone()).unwrap();
+    assert_eq!(text.matches("DKIM-Signature:").count(), 2, "{text}");
+    // dkimpy checks the first signature; each key's record verifies its own.
+    let first_is_ed = text.find("s=ed").unwrap() < text.find("s=rsa").unwrap();
+    let (first, second) = if first_is_ed { (&ed, &rsa) } else { (&rsa, &ed) };
+    assert!(verify(dir.path(), &data, first).valid);
+    // The other signature verifies once the first is taken away.
+    let second_only = {
+        let start = text.find("DKIM-Signature:").unwrap();
+        let next = text[start + 1..].find("DKIM-Signature:").unwrap() + start + 1;
+        format!("{}{}", &text[..start], &text[next..])
+    };
+    assert!(verify(dir.path(), second_only.as_bytes(), second).valid);
+    // The redirect sent it to the test address; the token still names the list's recipient.
+    assert_eq!(sink.received().last().unwrap().rcpt, ["qa@example.org"]);
+    let parsed = mail_parser::MessageParser::default().parse(&data).unwrap();
+    let value = parsed.header_raw("List-Unsubscribe").unwrap().trim().to_owned();
+    let token = value
+        .split('>')
+        .next()
+        .unwrap()
+        .trim_start_matches("<https://example.com/outbox/u/");
+    assert_eq!(keys().verify(token).unwrap().address, "ada@example.net");
+    // A second From added on top breaks both signatures (From is oversigned).
+    let added = format!("From: attacker@evil.example\r\n{text}");
+    assert!(!verify(dir.path(), added.as_bytes(), first).valid);
 }

@@ -1,16 +1,19 @@
 //! DKIM signing (RFC 6376; Ed25519 keys per RFC 8463) of every email a [`Mailer`] sends,
 //! with Stalwart's `mail-auth` over `ring` (feature `dkim`).
 //!
-//! Configure one [`DkimSigner`] per sending domain with
-//! [`MailerConfig::dkim`](crate::MailerConfig::dkim). Each email is signed by the signer
-//! whose domain is its `From` domain or a parent of it (so `d=` aligns for DMARC); an email
-//! from a domain no signer covers is signed by the first signer, which still counts as
-//! DKIM-signed but does not align (a WARN says so).
+//! Configure a [`DkimSigner`] per sending domain with
+//! [`MailerConfig::dkim`](crate::MailerConfig::dkim). Each email gets one signature from
+//! every signer whose domain is its `From` domain or a parent of it (so `d=` aligns for
+//! DMARC): give a domain an RSA and an Ed25519 signer and its mail carries both signatures.
+//! An email from a domain no signer covers is signed by the first signer, which still
+//! counts as DKIM-signed but does not align (a WARN says so).
 //!
 //! The signed header list is [`SIGNED_HEADERS`]: besides the usual ones it holds
 //! `List-Unsubscribe` and `List-Unsubscribe-Post`, which receivers only honour for
 //! one-click unsubscribe when a valid signature covers them (RFC 8058). A listed header
-//! that an email lacks is signed as absent, so nobody on the way can add it.
+//! that an email lacks is signed as absent, and the headers of [`OVERSIGNED_HEADERS`] are
+//! listed once more than they occur, so nobody on the way can add one (a second `From`
+//! or `List-Unsubscribe` on top).
 //!
 //! Failure modes: a key that cannot be read is a [`ConfigError`] when the signer is built,
 //! naming the file or the format it expected. Signing itself does not fail for a valid key;
@@ -49,6 +52,20 @@ pub const SIGNED_HEADERS: &[&str] = &[
     "Content-Type",
     "Content-Transfer-Encoding",
     "List-Id",
+    "List-Unsubscribe",
+    "List-Unsubscribe-Post",
+];
+
+/// The headers listed a second time in `h=` (oversigning, RFC 6376 §8.15): a copy added
+/// on the way breaks the signature.
+pub const OVERSIGNED_HEADERS: &[&str] = &[
+    "From",
+    "Reply-To",
+    "Subject",
+    "Date",
+    "To",
+    "Cc",
+    "Message-ID",
     "List-Unsubscribe",
     "List-Unsubscribe-Post",
 ];
@@ -116,7 +133,7 @@ impl DkimSigner {
         let signer = Signer::from_key(key)
             .domain(domain.clone())
             .selector(selector.clone())
-            .headers(SIGNED_HEADERS.iter().copied());
+            .headers(SIGNED_HEADERS.iter().chain(OVERSIGNED_HEADERS).copied());
         Ok(Self {
             inner: Arc::new(Inner {
                 domain,
@@ -196,16 +213,20 @@ impl DkimSigner {
     }
 }
 
-/// Picks the signer for an email from `from_domain`: the first whose domain covers it, else
-/// the first one (signed, but not aligned).
+/// The signers for an email from `from_domain`, and whether they align: every signer whose
+/// domain covers it, else the first one (signed, but not aligned); none without signers.
 pub(crate) fn pick<'a>(
     signers: &'a [DkimSigner],
     from_domain: Option<&str>,
-) -> Option<(&'a DkimSigner, bool)> {
-    let aligned = from_domain.and_then(|d| signers.iter().find(|s| s.covers(d)));
-    match aligned {
-        Some(s) => Some((s, true)),
-        None => signers.first().map(|s| (s, false)),
+) -> (Vec<&'a DkimSigner>, bool) {
+    let aligned: Vec<&DkimSigner> = match from_domain {
+        Some(d) => signers.iter().filter(|s| s.covers(d)).collect(),
+        None => Vec::new(),
+    };
+    if aligned.is_empty() {
+        (signers.first().into_iter().collect(), false)
+    } else {
+        (aligned, true)
     }
 }
 
@@ -277,7 +298,8 @@ fn read_key(pem: &str) -> Result<(DkimKey, DkimAlgorithm, Vec<u8>), ConfigError>
 
 /// An RSA key from PKCS#1 or PKCS#8 DER, with its public key as SubjectPublicKeyInfo.
 fn rsa(der: PrivateKeyDer<'_>) -> Result<(DkimKey, DkimAlgorithm, Vec<u8>), String> {
-    let key = RsaKey::<Sha256>::from_key_der(der).map_err(|e| format!("not an RSA key: {e}"))?;
+    let key = RsaKey::<Sha256>::from_key_der(der)
+        .map_err(|e| format!("not an RSA key of 2048 bits or more: {e}"))?;
     let public = subject_public_key_info_rsa(&key.public_key());
     Ok((DkimKey::Rsa(key), DkimAlgorithm::Rsa, public))
 }

@@ -18,7 +18,7 @@ mod unsubscribe;
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 #[cfg(feature = "dkim")]
-pub use dkim::{DkimAlgorithm, DkimSigner, SIGNED_HEADERS};
+pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
 pub use mailer::{Delivery, Mailer};

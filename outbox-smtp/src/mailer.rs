@@ -70,6 +70,17 @@ impl Mailer {
     /// A mailer for `config`; checks it and prepares TLS, but does not connect yet.
     pub fn new(config: MailerConfig) -> Result<Self, ConfigError> {
         config.check()?;
+        #[cfg(feature = "dkim")]
+        let signing = !config.dkim.is_empty();
+        #[cfg(not(feature = "dkim"))]
+        let signing = false;
+        if config.unsubscribe.is_some() && !signing {
+            tracing::warn!(
+                "one-click unsubscribe is configured but no DKIM signer: receivers ignore \
+                 List-Unsubscribe-Post unless a DKIM signature covers it (RFC 8058); add \
+                 MailerConfig::dkim (feature `dkim`)"
+            );
+        }
         let sender = match &config.transport {
             Transport::Smtp(smtp) => Sender::Smtp(Box::new(SmtpSender::new(smtp)?)),
             Transport::File(dir) => Sender::File(dir.clone()),
@@ -236,29 +247,34 @@ impl Mailer {
         })
     }
 
-    /// Puts a DKIM signature in front of `rendered` when signers are configured.
+    /// Puts the DKIM signatures in front of `rendered` when signers are configured: one per
+    /// signer that covers its `From` domain.
     #[cfg(feature = "dkim")]
     fn sign(
         &self,
         mut rendered: render::Rendered,
         id: &MessageId,
     ) -> Result<render::Rendered, SendError> {
-        let Some((signer, aligned)) =
-            crate::dkim::pick(&self.inner.config.dkim, rendered.from_domain.as_deref())
-        else {
+        let (signers, aligned) =
+            crate::dkim::pick(&self.inner.config.dkim, rendered.from_domain.as_deref());
+        if signers.is_empty() {
             return Ok(rendered);
-        };
+        }
         if !aligned {
             tracing::warn!(
-                message.id = %id, from_domain = ?rendered.from_domain, dkim_domain = signer.domain(),
+                message.id = %id, from_domain = ?rendered.from_domain,
+                dkim_domain = signers[0].domain(),
                 "no DKIM signer for the sender's domain: signed with the first one, which does \
                  not align for DMARC; add a signer for this domain"
             );
         }
-        let header = signer.signature(&rendered.bytes).map_err(SendError::Sign)?;
-        let mut bytes = header.into_bytes();
-        bytes.append(&mut rendered.bytes);
-        rendered.bytes = bytes;
+        let mut signed = Vec::with_capacity(rendered.bytes.len() + 1024 * signers.len());
+        for signer in &signers {
+            let header = signer.signature(&rendered.bytes).map_err(SendError::Sign)?;
+            signed.extend_from_slice(header.as_bytes());
+        }
+        signed.append(&mut rendered.bytes);
+        rendered.bytes = signed;
         Ok(rendered)
     }
 

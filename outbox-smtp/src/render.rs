@@ -225,6 +225,11 @@ pub(crate) fn render(
             .raw_header(header("list", "List-Unsubscribe", &list_unsubscribe)?)
             .raw_header(header("list", "List-Unsubscribe-Post", &post)?);
     }
+    if let (Some(list), Some(domain)) = (&email.list, email.from.domain()) {
+        // RFC 2919: `<list.domain>`, a dot-atom (a list name's ':' becomes '.').
+        let id = format!("<{}.{}>", list.replace(':', "."), domain.to_ascii_lowercase());
+        builder = builder.raw_header(header("list", "List-Id", &id)?);
+    }
     for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {
         builder = builder.raw_header(header(name, name, value)?);
     }

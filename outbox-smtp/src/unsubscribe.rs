@@ -5,7 +5,7 @@
 //! [`MailerConfig::unsubscribe`](crate::MailerConfig::unsubscribe) carries
 //!
 //! ```text
-//! List-Unsubscribe: <https://example.com/u/TOKEN>, <mailto:unsubscribe@example.com?subject=TOKEN>
+//! List-Unsubscribe: <https://example.com/u/TOKEN>, <mailto:unsubscribe@example.com?subject=unsubscribe%20TOKEN>
 //! List-Unsubscribe-Post: List-Unsubscribe=One-Click
 //! ```
 //!
@@ -14,7 +14,9 @@
 //! cookies and no login, so the token must carry (signed) everything the handler needs.
 //! Keys rotate: sign with a new key and keep accepting the old ones
 //! ([`UnsubscribeKeys::also_accept`]) until the mail signed with them is old enough.
-//! Both headers are in the DKIM signature's header list, as RFC 8058 requires.
+//! Both headers are in the DKIM signature's header list, as RFC 8058 requires; receivers
+//! ignore them in mail that is not DKIM-signed (feature `dkim`), and a mailer configured
+//! without a signer says so at WARN when it is built.
 //!
 //! Failure modes: a key shorter than 32 bytes or a base URL that is not `https://` is a
 //! [`ConfigError`]; a token that was changed, cut, signed by an unknown key or not a token
@@ -153,8 +155,14 @@ impl UnsubscribeKeys {
     }
 
     /// Checks `text` and reads the token; the signature is compared in constant time.
+    /// `text` may be the subject of a `mailto:` unsubscribe (`unsubscribe TOKEN`).
     pub fn verify(&self, text: &str) -> Result<UnsubscribeToken, TokenError> {
-        let mut parts = text.trim().split('.');
+        let text = text.trim();
+        let text = match text.get(..12) {
+            Some(p) if p.eq_ignore_ascii_case("unsubscribe ") => text[12..].trim_start(),
+            _ => text,
+        };
+        let mut parts = text.split('.');
         let (Some(kid), Some(payload), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
@@ -235,12 +243,18 @@ impl Unsubscribe {
             .strip_prefix("https://")
             .and_then(|rest| rest.split('/').next())
             .is_some_and(|host| !host.is_empty());
-        if !host_ok || base_url.contains(['?', '#', '<', '>', ',', ' ']) {
+        // Printable ASCII only (it goes into a header unencoded), short enough that the
+        // header line stays far below 998 bytes with the token.
+        let chars_ok = base_url.len() <= 200
+            && base_url.bytes().all(|b| (0x21..=0x7e).contains(&b))
+            && !base_url.contains(['?', '#', '<', '>', ',', '"']);
+        if !host_ok || !chars_ok {
             return Err(ConfigError::new(
                 "unsubscribe url",
                 format!(
-                    "{base_url:?} must be an https:// URL without query or fragment \
-                     (RFC 8058 requires HTTPS), e.g. https://example.com/outbox/u/"
+                    "{base_url:?} must be an https:// URL of at most 200 printable ASCII \
+                     characters, without query or fragment (RFC 8058 requires HTTPS), e.g. \
+                     https://example.com/outbox/u/"
                 ),
             ));
         }
@@ -322,6 +336,8 @@ mod tests {
         let forged = UnsubscribeKeys::new("k2", [3u8; 32]).unwrap().sign(&token);
         assert_eq!(keys().verify(&forged), Err(TokenError::BadSignature));
         assert_eq!(keys().verify("nonsense"), Err(TokenError::Malformed));
+        // The subject of the mailto: unsubscribe.
+        assert_eq!(keys().verify(&format!("Unsubscribe {text}")), Ok(token.clone()));
     }
 
     #[test]
@@ -348,6 +364,10 @@ mod tests {
         assert!(keys().also_accept("k2", [9u8; 32]).is_err(), "duplicate id");
         assert!(Unsubscribe::new("http://example.com/u/", keys()).is_err());
         assert!(Unsubscribe::new("https:///u/", keys()).is_err());
+        assert!(Unsubscribe::new("https://exämple.com/u/", keys()).is_err());
+        assert!(Unsubscribe::new("https://example.com/\tu/", keys()).is_err());
+        let long = format!("https://example.com/{}/", "a".repeat(200));
+        assert!(Unsubscribe::new(long, keys()).is_err());
         let u = Unsubscribe::new("https://example.com/u", keys()).unwrap();
         let (list, post) = u.headers(&UnsubscribeToken::new("id", "news", "a@b.example"));
         assert!(list.starts_with("<https://example.com/u/k2."), "{list}");

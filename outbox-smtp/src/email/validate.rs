@@ -97,7 +97,8 @@ fn list_email(email: &Email, list: &str) -> Result<(), InvalidMessage> {
         return Err(InvalidMessage::new(
             "list",
             format!(
-                "{list:?} is not a list name: use 1 to {MAX_LIST_NAME_LEN} ASCII letters,                  digits, '_', '-', '.' or ':'"
+                "{list:?} is not a list name: use 1 to {MAX_LIST_NAME_LEN} ASCII letters, \
+                 digits, '_', '-', '.' or ':'"
             ),
         ));
     }
@@ -106,17 +107,20 @@ fn list_email(email: &Email, list: &str) -> Result<(), InvalidMessage> {
         return Err(InvalidMessage::new(
             "to",
             format!(
-                "a list email goes to exactly one recipient (its unsubscribe link names them);                  this one has {recipients}: enqueue one email per recipient"
+                "a list email goes to exactly one recipient (its unsubscribe link names them); \
+                 this one has {recipients}: enqueue one email per recipient"
             ),
         ));
     }
     if let Some(h) = email.headers.iter().find(|h| {
-        h.name.eq_ignore_ascii_case("list-unsubscribe")
-            || h.name.eq_ignore_ascii_case("list-unsubscribe-post")
+        ["list-unsubscribe", "list-unsubscribe-post", "list-id"]
+            .iter()
+            .any(|n| h.name.eq_ignore_ascii_case(n))
     }) {
         return Err(InvalidMessage::new(
             format!("headers[{:?}]", h.name),
-            "a list email gets its unsubscribe headers from the mailer              (MailerConfig::unsubscribe); remove this one",
+            "a list email gets its List-Id and unsubscribe headers from the mailer \
+             (MailerConfig::unsubscribe); remove this one",
         ));
     }
     Ok(())
