@@ -15,8 +15,8 @@ use common::TestDb;
 use outbox::{
     prelude::*,
     smtp::{
-        DkimSigner, Email, Mailer, MailerConfig, RawEmail, SmtpConfig, Unsubscribe,
-        TestRedirect, UnsubscribeKeys,
+        DkimSigner, Email, Mailer, MailerConfig, RawEmail, SmtpConfig, TestRedirect, Unsubscribe,
+        UnsubscribeKeys,
     },
 };
 use smtp_sink::{SinkOptions, SmtpSink};
@@ -381,7 +381,11 @@ async fn a_domain_with_two_keys_gets_two_signatures_and_a_redirected_list_email_
     assert_eq!(text.matches("DKIM-Signature:").count(), 2, "{text}");
     // dkimpy checks the first signature; each key's record verifies its own.
     let first_is_ed = text.find("s=ed").unwrap() < text.find("s=rsa").unwrap();
-    let (first, second) = if first_is_ed { (&ed, &rsa) } else { (&rsa, &ed) };
+    let (first, second) = if first_is_ed {
+        (&ed, &rsa)
+    } else {
+        (&rsa, &ed)
+    };
     assert!(verify(dir.path(), &data, first).valid);
     // The other signature verifies once the first is taken away.
     let second_only = {
@@ -393,7 +397,11 @@ async fn a_domain_with_two_keys_gets_two_signatures_and_a_redirected_list_email_
     // The redirect sent it to the test address; the token still names the list's recipient.
     assert_eq!(sink.received().last().unwrap().rcpt, ["qa@example.org"]);
     let parsed = mail_parser::MessageParser::default().parse(&data).unwrap();
-    let value = parsed.header_raw("List-Unsubscribe").unwrap().trim().to_owned();
+    let value = parsed
+        .header_raw("List-Unsubscribe")
+        .unwrap()
+        .trim()
+        .to_owned();
     let token = value
         .split('>')
         .next()

@@ -351,14 +351,32 @@ mod tests {
         assert!(!s.covers("badexample.com"));
         assert!(!s.covers("example.org"));
         let other = DkimSigner::from_pem("example.org", "s1", &pem).unwrap();
-        let signers = [s.clone(), other];
+        let second = DkimSigner::from_pem("example.com", "s2", &pem).unwrap();
+        let signers = [s.clone(), other, second];
+        let names = |(picked, aligned): (Vec<&DkimSigner>, bool)| {
+            let names: Vec<String> = picked
+                .iter()
+                .map(|s| format!("{}/{}", s.domain(), s.selector()))
+                .collect();
+            (names, aligned)
+        };
         assert_eq!(
-            pick(&signers, Some("example.org")).unwrap().0.domain(),
-            "example.org"
+            names(pick(&signers, Some("example.org"))),
+            (vec!["example.org/s1".to_owned()], true)
         );
-        let (fallback, aligned) = pick(&signers, Some("elsewhere.net")).unwrap();
-        assert_eq!((fallback.domain(), aligned), ("example.com", false));
-        assert!(pick(&[], Some("example.com")).is_none());
+        assert_eq!(
+            names(pick(&signers, Some("news.example.com"))),
+            (
+                vec!["example.com/s1".to_owned(), "example.com/s2".to_owned()],
+                true
+            ),
+            "every covering signer signs"
+        );
+        assert_eq!(
+            names(pick(&signers, Some("elsewhere.net"))),
+            (vec!["example.com/s1".to_owned()], false)
+        );
+        assert!(pick(&[], Some("example.com")).0.is_empty());
     }
 
     #[test]

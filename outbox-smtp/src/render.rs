@@ -227,7 +227,11 @@ pub(crate) fn render(
     }
     if let (Some(list), Some(domain)) = (&email.list, email.from.domain()) {
         // RFC 2919: `<list.domain>`, a dot-atom (a list name's ':' becomes '.').
-        let id = format!("<{}.{}>", list.replace(':', "."), domain.to_ascii_lowercase());
+        let id = format!(
+            "<{}.{}>",
+            list.replace(':', "."),
+            domain.to_ascii_lowercase()
+        );
         builder = builder.raw_header(header("list", "List-Id", &id)?);
     }
     for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {

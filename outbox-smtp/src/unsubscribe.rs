@@ -337,7 +337,10 @@ mod tests {
         assert_eq!(keys().verify(&forged), Err(TokenError::BadSignature));
         assert_eq!(keys().verify("nonsense"), Err(TokenError::Malformed));
         // The subject of the mailto: unsubscribe.
-        assert_eq!(keys().verify(&format!("Unsubscribe {text}")), Ok(token.clone()));
+        assert_eq!(
+            keys().verify(&format!("Unsubscribe {text}")),
+            Ok(token.clone())
+        );
     }
 
     #[test]
