@@ -33,7 +33,7 @@ pub mod names {
     /// Histogram: seconds from a message's due time to its handler's start; label `type`.
     pub const PICKUP_LATENCY: &str = "outbox_pickup_latency_seconds";
     /// Gauge: messages per state; labels `type`, `state` (`pending`, `scheduled`,
-    /// `running`, `retrying`, `paused`, `done`, `dead`).
+    /// `running`, `retrying`, `paused`, `done`, `suppressed`, `dead`).
     pub const QUEUE_DEPTH: &str = "outbox_queue_depth";
     /// Gauge: age in seconds of the longest-waiting due message (0 when none is due);
     /// label `type`.
@@ -41,6 +41,9 @@ pub mod names {
     /// Gauge per circuit breaker (label `breaker`): 1 while open, 0 while closed, as this
     /// process last read it.
     pub const BREAKER_OPEN: &str = "outbox_breaker_open";
+    /// Counter: messages a worker found suppressed before sending (kept as suppressed, not
+    /// sent); labelled `type`. Those found at enqueue show in the `suppressed` queue depth.
+    pub const SUPPRESSED: &str = "outbox_suppressed_total";
 }
 
 /// Shared counters, bumped by every worker's flusher for the settlements it wrote.
@@ -134,6 +137,8 @@ pub(crate) enum Outcome {
         /// Attempts made, including the last (for the log line of the move).
         attempts: u32,
     },
+    /// Not started: a suppression stops its recipient.
+    Suppressed,
 }
 
 /// One queue's view of the shared [`Counters`]: every outcome also goes to the `metrics`
@@ -178,6 +183,7 @@ impl Tally {
                 self.both(Counters::deferred);
                 self.count(names::DEFERRED);
             }
+            Outcome::Suppressed => self.count(names::SUPPRESSED),
             Outcome::GivenUp { lost_attempt, .. } => {
                 if lost_attempt {
                     self.failed_attempt();

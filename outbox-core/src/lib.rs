@@ -26,6 +26,7 @@ mod outbox;
 #[cfg(feature = "porttest")]
 pub mod porttest;
 pub mod store;
+mod suppression;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod transaction;
@@ -34,7 +35,9 @@ mod worker;
 pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
-    MinuteOutcomes, TypeCounts, TypeOutcomes,
+    MinuteOutcomes, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
+    SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
+    MAX_SUPPRESSION_PAGE,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
@@ -58,7 +61,7 @@ pub use layers::{
     retry::RetrySchedule,
 };
 pub use message::{
-    validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage,
+    validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage, Recipient,
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};

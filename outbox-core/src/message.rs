@@ -42,6 +42,21 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
         None
     }
 
+    /// Whether messages of this type may name a [`recipient`](Self::recipient): the
+    /// workers then check the suppression list before starting them (one statement per
+    /// claimed batch). Set it to `true` when you implement `recipient`; an enqueue of a
+    /// message that names one while this is `false` is refused.
+    const HAS_RECIPIENT: bool = false;
+
+    /// The one person this message goes to, if it goes to one: the suppression list is
+    /// checked for it when it is enqueued and again before a worker starts it, and a
+    /// suppressed message is kept as `suppressed` instead of being sent. The default is
+    /// `None` (no check); implement it together with
+    /// [`HAS_RECIPIENT`](Self::HAS_RECIPIENT).
+    fn recipient(&self) -> Option<Recipient> {
+        None
+    }
+
     /// Checks the message before it is written; an error refuses the enqueue with the
     /// field and the reason, and nothing is written. The default accepts everything.
     fn validate(&self) -> Result<(), InvalidMessage> {
@@ -105,6 +120,40 @@ impl MessageDefaults {
 impl Default for MessageDefaults {
     fn default() -> Self {
         Self::DEFAULT
+    }
+}
+
+/// The one recipient of a message, as the suppression list sees it
+/// ([`OutboxMessage::recipient`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipient {
+    /// The address (compared lowercased).
+    pub address: String,
+    /// The mailing list the message is mail of, if any: suppressions of that list stop it.
+    pub list: Option<String>,
+    /// A transactional message (a password reset, a receipt) is stopped only by
+    /// suppressions of all mail or of its own type, and never by an unsubscribe.
+    pub transactional: bool,
+}
+
+impl Recipient {
+    /// A transactional message to `address`.
+    pub fn transactional(address: impl Into<String>) -> Self {
+        Self {
+            address: address.into(),
+            list: None,
+            transactional: true,
+        }
+    }
+
+    /// Bulk mail to `address`, of `list` if given: every suppression of the address in
+    /// its scopes stops it.
+    pub fn bulk(address: impl Into<String>, list: Option<String>) -> Self {
+        Self {
+            address: address.into(),
+            list,
+            transactional: false,
+        }
     }
 }
 
@@ -182,6 +231,16 @@ pub(crate) fn precheck<M: OutboxMessage>(payload: &[u8]) -> Result<(), String> {
     message
         .validate()
         .map_err(|e| format!("`{}` message is invalid: {e}", M::TYPE))
+}
+
+/// The recipient a stored payload of `M` names; `None` when it names none or does not
+/// decode (its attempt then fails as undecodable, as without the check). A panicking
+/// `recipient` counts as none.
+pub(crate) fn recipient_of<M: OutboxMessage>(payload: &[u8]) -> Option<Recipient> {
+    let message = decode_payload::<M>(payload).ok()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| message.recipient()))
+        .ok()
+        .flatten()
 }
 
 pub(crate) fn decode_payload<M: OutboxMessage>(payload: &[u8]) -> Result<M, serde_json::Error> {

@@ -39,6 +39,9 @@ struct Registration {
     counters: Arc<Counters>,
     /// Decodes and validates a payload (run before a rate-limit token).
     precheck: crate::layers::precheck::Precheck,
+    /// Reads the recipient of a payload, for types that may name one (checked against the
+    /// suppression list after each claim).
+    recipient_of: Option<crate::worker::RecipientOf>,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or

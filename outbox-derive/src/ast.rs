@@ -49,6 +49,9 @@ pub struct Attrs {
     pub key_fn: Option<FnPath>,
     /// `validate = "path"`: the function checking a message before it is enqueued.
     pub validate: Option<FnPath>,
+    /// `recipient = "path"`: the function naming the message's one recipient, for the
+    /// suppression list.
+    pub recipient: Option<FnPath>,
     /// `max_attempts = N`.
     pub max_attempts: Option<Spanned<i128>>,
     /// `priority = N`.

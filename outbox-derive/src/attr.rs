@@ -19,11 +19,12 @@ use crate::ast::{Attrs, FnPath, Input, KeyAttr, Shape, Spanned, TimeUnit, Timeou
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[outbox(...)]`.
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 10] = [
     "type",
     "key",
     "key_fn",
     "validate",
+    "recipient",
     "max_attempts",
     "priority",
     "timeout",
@@ -33,7 +34,7 @@ const KEYS: [&str; 9] = [
 
 /// The keys accepted inside `#[outbox(...)]`, as listed in error messages.
 const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `key_fn = \"path\"`, \
-                        `validate = \"path\"`, `max_attempts = N`, `priority = N`, \
+                        `validate = \"path\"`, `recipient = \"path\"`, `max_attempts = N`, `priority = N`, \
                         `timeout = \"30s\"`, `max_payload = \"4MiB\"`, `crate = \"path\"`";
 
 /// The forms `max_payload = "..."` accepts, as listed in error messages.
@@ -123,12 +124,13 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
             let key = one_key(out.key_fn.is_some(), meta).and(Ok(key));
             set(&mut out.key, key, meta, errors);
         }
-        "key_fn" | "validate" => {
+        "key_fn" | "validate" | "recipient" => {
             let usage = format!("{name} = \"path::to::function\"");
             let expr = value(meta, &usage)?;
             let path = lit_str(&expr, &usage).and_then(|lit| fn_path(lit, &name));
             let (slot, path) = match name.as_str() {
                 "key_fn" => (&mut out.key_fn, one_key(out.key.is_some(), meta).and(path)),
+                "recipient" => (&mut out.recipient, path),
                 _ => (&mut out.validate, path),
             };
             set(slot, path, meta, errors);
@@ -208,7 +210,8 @@ fn one_key(other_given: bool, meta: &ParseNestedMeta) -> Result<()> {
     Err(Error::new_spanned(&meta.path, msg))
 }
 
-/// Parses the function path in `validate = "..."` or `key_fn = "..."`, the key `name`.
+/// Parses the function path in `validate = "..."`, `key_fn = "..."` or `recipient = "..."`,
+/// the key `name`.
 fn fn_path(lit: LitStr, name: &str) -> Result<FnPath> {
     let span = lit.span().resolved_at(Span::call_site());
     let mut at_call_site = lit.clone();
@@ -218,6 +221,7 @@ fn fn_path(lit: LitStr, name: &str) -> Result<FnPath> {
         _ => {
             let returns = match name {
                 "key_fn" => "Option<String>",
+                "recipient" => "Option<Recipient>",
                 _ => "Result<(), InvalidMessage>",
             };
             let msg = format!(

@@ -81,6 +81,11 @@ fn impl_message(input: &Input) -> TokenStream {
             quote!(fn validate(&self) -> ::core::result::Result<(), #krate::InvalidMessage>);
         delegate(signature, function)
     });
+    let recipient_fn = attrs.recipient.as_ref().map(|function| {
+        let signature = quote!(fn recipient(&self) -> ::core::option::Option<#krate::Recipient>);
+        let method = delegate(signature, function);
+        quote!(const HAS_RECIPIENT: bool = true; #method)
+    });
     quote! {
         #[automatically_derived]
         impl #krate::OutboxMessage for #ident {
@@ -93,6 +98,7 @@ fn impl_message(input: &Input) -> TokenStream {
             };
             #key_fn
             #validate_fn
+            #recipient_fn
         }
     }
 }

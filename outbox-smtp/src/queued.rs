@@ -66,6 +66,16 @@ impl OutboxMessage for RawEmail {
         max_payload: RAW_EMAIL_MAX_BYTES / 3 * 4 + 64 * 1024,
         ..MessageDefaults::DEFAULT
     };
+    const HAS_RECIPIENT: bool = true;
+
+    /// An envelope with one recipient is checked against the suppression list as
+    /// transactional mail (the outbox does not read the message's headers for a list).
+    fn recipient(&self) -> Option<outbox_core::Recipient> {
+        match self.to.as_slice() {
+            [one] => Some(outbox_core::Recipient::transactional(one.clone())),
+            _ => None,
+        }
+    }
 
     fn validate(&self) -> Result<(), InvalidMessage> {
         if self.to.is_empty() {

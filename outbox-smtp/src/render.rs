@@ -29,6 +29,7 @@ pub(crate) struct Rendered {
     /// True when the test-mode redirect rewrote the recipients.
     pub(crate) redirected: bool,
     /// The domain of the `From` header (what DKIM aligns with), when it has one.
+    #[cfg_attr(not(feature = "dkim"), allow(dead_code))]
     pub(crate) from_domain: Option<String>,
 }
 

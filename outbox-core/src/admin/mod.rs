@@ -1,10 +1,11 @@
 //! Operating the outbox from code: live messages, groups, dead letters, pause/resume, rate
-//! buckets, circuit breakers and status counts. Everything here works from any process on the database, with or without
+//! buckets, circuit breakers, the suppression list and status counts. Everything here works from any process on the database, with or without
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
 mod groups;
 mod messages;
+mod suppressions;
 
 use std::{
     sync::Arc,
@@ -13,12 +14,14 @@ use std::{
 
 pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
-    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, PausedType, Requeued, TypeCounts,
-    TypeOutcomes,
+    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
+    Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
+    SuppressionScope, TypeCounts, TypeOutcomes,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
+pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
 
 use crate::{
     clock::{Clock, SystemClock},
@@ -57,6 +60,11 @@ impl<B: Backend> Admin<B> {
     /// The groups (campaigns): progress, pause, resume, cancel, completion hook.
     pub fn groups(&self) -> Groups<B> {
         Groups::new(self.backend.clone(), Arc::clone(&self.clock))
+    }
+
+    /// The suppression list: list, add, remove, and the messages it stopped.
+    pub fn suppressions(&self) -> Suppressions<B> {
+        Suppressions::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// Stops starting messages of `type_tag` in every process within about 0.2 s;

@@ -199,6 +199,7 @@ mod tests {
             max_attempts: 1,
             idempotency_key: None,
             group: None,
+            suppression: None,
         }
     }
 

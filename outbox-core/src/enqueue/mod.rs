@@ -399,6 +399,7 @@ mod tests {
                 max_attempts: 1,
                 idempotency_key: None,
                 group: None,
+                suppression: None,
             })
             .collect()
     }

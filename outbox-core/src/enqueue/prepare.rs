@@ -10,6 +10,7 @@ use crate::{
     clock::Due,
     error::EnqueueError,
     message::{validate_type_tag, OutboxMessage, MAX_IDEMPOTENCY_KEY_LEN},
+    suppression::SuppressionProbe,
 };
 
 /// Longest delay accepted (about 1,000 years: the due time must fit the database's
@@ -39,6 +40,8 @@ pub struct NewMessage {
     pub idempotency_key: Option<String>,
     /// The group it belongs to, if any.
     pub group: Option<String>,
+    /// Its one recipient as the suppression list sees it, if it has one.
+    pub suppression: Option<SuppressionProbe>,
 }
 
 impl NewMessage {
@@ -82,6 +85,18 @@ impl NewMessage {
                 reason,
             })?;
         }
+        let recipient = msg.recipient();
+        if recipient.is_some() && !M::HAS_RECIPIENT {
+            return Err(EnqueueError::InvalidOption {
+                type_tag: M::TYPE,
+                option: "recipient",
+                reason: "the message names a recipient but its type says `HAS_RECIPIENT = \
+                         false`, so workers would not check the suppression list before \
+                         sending it; add `const HAS_RECIPIENT: bool = true;` to its \
+                         `OutboxMessage` impl"
+                    .into(),
+            });
+        }
         let due = match options.when {
             None => Due::After(Duration::ZERO),
             Some(When::At(at)) => Due::At(at),
@@ -117,6 +132,15 @@ impl NewMessage {
             max_attempts,
             idempotency_key: key,
             group: options.group.clone(),
+            suppression: recipient.and_then(|r| {
+                SuppressionProbe::new(
+                    &r.address,
+                    r.list.as_deref(),
+                    r.transactional,
+                    M::TYPE,
+                    options.group.as_deref(),
+                )
+            }),
         })
     }
 }

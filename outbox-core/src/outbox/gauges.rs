@@ -47,6 +47,7 @@ fn record(c: &TypeCounts, clock: &dyn Clock) {
         ("retrying", c.retrying),
         ("paused", c.paused),
         ("done", c.done),
+        ("suppressed", c.suppressed),
         ("dead", c.dead),
     ] {
         metrics::gauge!(names::QUEUE_DEPTH, "type" => t.clone(), "state" => state).set(n as f64);

@@ -54,6 +54,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             orphan_check: None,
             counters: Arc::default(),
             precheck: Arc::new(crate::message::precheck::<M>),
+            recipient_of: M::HAS_RECIPIENT
+                .then_some(crate::message::recipient_of::<M> as crate::worker::RecipientOf),
         });
         self
     }

@@ -1,4 +1,5 @@
-//! The pruner: deletes done rows older than the retention window, in bounded batches.
+//! The pruners: delete done rows older than the retention window, and suppressed rows
+//! older than theirs, in bounded batches.
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,10 +21,24 @@ pub(super) fn prune_period(window: Duration) -> Duration {
     (window / 10).clamp(PRUNE_AT_MOST_EVERY, PRUNE_EVERY)
 }
 
-/// Prunes done rows older than `window` until stopped.
+/// How long the rows of messages a suppression stopped are kept when the outbox keeps no
+/// done rows (with [`crate::Retention::keep_for`], as long as done rows).
+pub(crate) const SUPPRESSED_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Which rows a pruner deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rows {
+    /// Delivered messages kept for retention.
+    Done,
+    /// Messages a suppression stopped (grouped ones stay counted in their groups).
+    Suppressed,
+}
+
+/// Prunes `rows` older than `window` until stopped.
 pub(super) fn prune<B: Backend>(
     backend: B,
     clock: Arc<dyn Clock>,
+    rows: Rows,
     window: Duration,
     mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -31,12 +46,16 @@ pub(super) fn prune<B: Backend>(
     tokio::spawn(async move {
         loop {
             let now = clock.database_now();
-            let pause = match backend.prune_done(window, now, PRUNE_BATCH).await {
+            let pruned = match rows {
+                Rows::Done => backend.prune_done(window, now, PRUNE_BATCH).await,
+                Rows::Suppressed => backend.prune_suppressed(window, now, PRUNE_BATCH).await,
+            };
+            let pause = match pruned {
                 // A full batch: more may be waiting; go on after a breath.
                 Ok(n) if n >= u64::from(PRUNE_BATCH) => Duration::from_millis(50),
                 Ok(_) => every,
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot prune delivered messages; trying again later");
+                    tracing::warn!(error = %e, ?rows, "cannot prune old rows; trying again later");
                     PRUNE_EVERY.max(every)
                 }
             };

@@ -313,10 +313,23 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             helpers.push(retention::prune(
                 self.backend.clone(),
                 Arc::clone(&self.clock),
+                retention::Rows::Done,
                 window,
-                stopped,
+                stopped.clone(),
             ));
         }
+        // Suppressed rows are kept as long as done rows, or a week without retention.
+        let window = match self.retention {
+            Retention::KeepFor(window) => window,
+            Retention::DeleteOnSuccess => retention::SUPPRESSED_KEPT,
+        };
+        helpers.push(retention::prune(
+            self.backend.clone(),
+            Arc::clone(&self.clock),
+            retention::Rows::Suppressed,
+            window,
+            stopped,
+        ));
         Running {
             names,
             stop,
@@ -366,13 +379,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// The worker settings of one registration.
     fn settings_of(&self, r: &Registration) -> WorkerSettings {
-        r.options.settings_for(
+        let mut settings = r.options.settings_for(
             r.queue,
             matches!(self.retention, Retention::KeepFor(_)),
             self.backend.max_default_batch(),
             &self.counters,
             &r.counters,
-        )
+        );
+        settings.recipient_of = r.recipient_of;
+        settings
     }
 
     /// Reports (or, if configured, gives up) pending messages of unregistered types.

@@ -201,6 +201,7 @@ impl QueueOptions {
             heartbeat_interval: self.heartbeat_interval,
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
             tally: Tally::new(type_tag, Arc::clone(counters), Arc::clone(own)),
+            recipient_of: None,
         }
     }
 }

@@ -61,6 +61,7 @@ pub mod lease;
 pub mod live;
 pub mod prune;
 pub mod settle;
+pub mod suppressions;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -156,6 +157,12 @@ macro_rules! port_suite {
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,
             housekeeping::history_adds_per_minute_and_prunes,
+            suppressions::entries_are_added_listed_and_removed,
+            suppressions::an_enqueue_keeps_stopped_messages_as_suppressed,
+            suppressions::an_expired_entry_stops_nothing_at_enqueue,
+            suppressions::the_check_finds_the_entry_in_force,
+            suppressions::a_suppressed_settlement_is_kept_counted_and_pruned,
+            suppressions::a_token_is_used_once,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {
@@ -195,6 +202,7 @@ pub fn message(type_tag: &'static str, n: u32) -> NewMessage {
         max_attempts: 3,
         idempotency_key: None,
         group: None,
+        suppression: None,
     }
 }
 

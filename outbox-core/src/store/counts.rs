@@ -19,6 +19,8 @@ pub struct TypeCounts {
     pub done: u64,
     /// Given up: in the dead letters.
     pub dead: u64,
+    /// Not sent because a suppression stops their recipient (kept until pruned).
+    pub suppressed: u64,
     /// Queued but held because their type or their group is paused (counted in no other
     /// state).
     pub paused: u64,

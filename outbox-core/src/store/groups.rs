@@ -30,6 +30,9 @@ pub struct GroupProgress {
     pub dead: u64,
     /// Removed by a cancel before they started.
     pub cancelled: u64,
+    /// Not sent because a suppression stops their recipient (found at enqueue or before
+    /// sending).
+    pub suppressed: u64,
     /// When the group was paused, while it is.
     pub paused_at: Option<SystemTime>,
     /// Why, as given when pausing, while it is paused.
@@ -53,10 +56,10 @@ impl GroupProgress {
         self.pending + self.scheduled + self.running + self.retrying + self.paused
     }
 
-    /// Every message the group holds or held: remaining, delivered, dead and cancelled
-    /// (the number enqueued into it, unless dead letters were purged).
+    /// Every message the group holds or held: remaining, delivered, dead, cancelled and
+    /// suppressed (the number enqueued into it, unless dead letters were purged).
     pub fn total(&self) -> u64 {
-        self.remaining() + self.delivered + self.dead + self.cancelled
+        self.remaining() + self.delivered + self.dead + self.cancelled + self.suppressed
     }
 
     /// Whether the group is paused.
@@ -176,6 +179,7 @@ mod tests {
             delivered: 100,
             dead: 5,
             cancelled: 6,
+            suppressed: 0,
             paused_at: None,
             pause_reason: None,
             first_delivered_at: None,

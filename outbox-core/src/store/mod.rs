@@ -35,6 +35,11 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
+pub use crate::suppression::{
+    normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
+    SuppressionProbe, SuppressionReason, SuppressionScope, MAX_SCOPE_NAME_LEN,
+    MAX_SUPPRESSION_ADDRESS_LEN,
+};
 pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes};
@@ -396,6 +401,73 @@ pub trait BreakerStore: Send + Sync + 'static {
     fn breakers(&self, now: Now) -> BoxFuture<'_, Result<Vec<BreakerState>, Error>>;
 }
 
+/// The suppression list, the messages it stopped, and tokens that may be used once.
+pub trait SuppressionStore: Send + Sync + 'static {
+    /// Adds `entries` at `now`, each replacing an entry of the same address and scope, in
+    /// one transaction; returns how many.
+    fn add_suppressions<'a>(
+        &'a self,
+        entries: &'a [NewSuppression],
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Removes the entry of `address` in `scope`; false if there was none.
+    fn remove_suppression<'a>(
+        &'a self,
+        address: &'a str,
+        scope: &'a SuppressionScope,
+    ) -> BoxFuture<'a, Result<bool, Error>>;
+    /// A page of the matching entries, newest first.
+    fn list_suppressions<'a>(
+        &'a self,
+        filter: &'a SuppressionFilter,
+        limit: u32,
+        offset: u64,
+    ) -> BoxFuture<'a, Result<Vec<Suppression>, Error>>;
+    /// How many entries match.
+    fn count_suppressions<'a>(
+        &'a self,
+        filter: &'a SuppressionFilter,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// For each probe, the entry in force at `now` that stops its message, if any (in the
+    /// probes' order): the workers' check before sending, one statement per batch.
+    fn check_suppressions<'a>(
+        &'a self,
+        probes: &'a [SuppressionProbe],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<Option<Suppression>>, Error>>;
+    /// The messages kept as suppressed, newest first.
+    fn suppressed_messages(
+        &self,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<SuppressedMessage>, Error>>;
+    /// Deletes up to `limit` suppressed rows stopped more than `window` before `now`,
+    /// counting the grouped ones in their groups' rows in the same transaction.
+    fn prune_suppressed(
+        &self,
+        window: Duration,
+        now: Now,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<u64, Error>>;
+    /// Forgets the used tokens of `kind` recorded more than `window` before `now` (a kind
+    /// whose tokens carry their own time, checked elsewhere); returns how many.
+    fn forget_tokens<'a>(
+        &'a self,
+        kind: &'a str,
+        window: Duration,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Records that the token with digest `token` of `kind` was used at `now` and adds
+    /// `entries`, in one transaction; false (and nothing written) when it had been used
+    /// before.
+    fn use_token<'a>(
+        &'a self,
+        kind: &'a str,
+        token: &'a str,
+        entries: &'a [NewSuppression],
+        now: Now,
+    ) -> BoxFuture<'a, Result<bool, Error>>;
+}
+
 /// Counts per type and status, and the history of what the workers did.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
@@ -423,6 +495,7 @@ pub trait Backend:
     + GroupStore
     + StatsStore
     + BreakerStore
+    + SuppressionStore
     + Clone
     + Send
     + Sync

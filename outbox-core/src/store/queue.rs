@@ -102,6 +102,12 @@ pub enum Settle {
     /// Back to the queue unchanged, as if never claimed: its attempt is given back and its
     /// due time and place in line are kept (not started, or stopped before its side effect).
     Release,
+    /// Not sent: a suppression stops it. Kept as a `suppressed` row with `reason` (pruned
+    /// later), its attempt given back.
+    Suppressed {
+        /// Which suppression stopped it.
+        reason: String,
+    },
     /// Moved to the dead letters with `reason`, in the same transaction.
     Bury {
         /// Why it was given up.

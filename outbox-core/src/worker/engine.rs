@@ -74,10 +74,15 @@ const MAX_SETTLE_WAIT: Duration = Duration::from_millis(10);
 /// Most message ids named in the log line of a batch's refused settlements.
 const MAX_FENCED_IDS_LOGGED: usize = 20;
 
+/// A running claim: the messages to start and how many it claimed.
+type ClaimFuture = BoxFuture<'static, Result<(Vec<Claimed>, usize), Error>>;
+
 /// The apalis backend of one worker.
 pub(crate) struct Engine<B: Backend> {
     shared: Arc<Shared<B>>,
-    claim: Option<BoxFuture<'static, Result<Vec<Claimed>, Error>>>,
+    /// The running claim: the messages to start (those a suppression stops are settled
+    /// already) and how many it claimed.
+    claim: Option<ClaimFuture>,
     /// How many messages the running claim asked for.
     claim_limit: usize,
     /// How many to claim at a time.
@@ -173,7 +178,12 @@ impl<B: Backend> Engine<B> {
                     held.insert(c.id.clone(), c.claim);
                 }
             }
-            Ok(claimed)
+            let count = claimed.len();
+            let claimed = match s.recipient_of {
+                Some(recipient_of) => shared.settle_suppressed(claimed, recipient_of).await,
+                None => claimed,
+            };
+            Ok((claimed, count))
         }));
     }
 
@@ -187,12 +197,12 @@ impl<B: Backend> Engine<B> {
         };
         self.claim = None;
         match result {
-            Ok(claimed) => {
+            Ok((claimed, count)) => {
                 self.backoff = Duration::ZERO;
-                let full = claimed.len() >= self.claim_limit;
+                let full = count >= self.claim_limit;
                 let bytes = claimed.iter().map(|c| c.payload.len()).sum();
                 self.claim_done(full, bytes);
-                if claimed.is_empty() {
+                if count == 0 {
                     // Nothing is due: wait for a wake-up (a commit signal, or the
                     // process's due probe).
                     self.arm_wake();
@@ -337,7 +347,7 @@ impl<B: Backend> ApalisBackend for Engine<B> {
             let shared = Arc::clone(&self.shared);
             self.closing = Some(Box::pin(async move {
                 // A claim in flight finishes, so the rows it leased are known.
-                if let Some(Ok(claimed)) = match claim {
+                if let Some(Ok((claimed, _))) = match claim {
                     Some(c) => Some(c.await),
                     None => None,
                 } {

@@ -12,11 +12,12 @@ mod settings;
 mod settle;
 mod shared;
 mod supervisor;
+mod suppress;
 
 pub(crate) use crate::counters::Counters;
 pub(crate) use dispatch::{Dispatch, ErasedHandler, TypedHandler};
 pub(crate) use hub::{heartbeat, watch_due, Hub, Process};
 pub(crate) use idle_poll::IdlePoll;
 pub(crate) use names::WorkerNames;
-pub(crate) use settings::WorkerSettings;
+pub(crate) use settings::{RecipientOf, WorkerSettings};
 pub(crate) use supervisor::supervise;

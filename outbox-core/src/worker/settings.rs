@@ -32,7 +32,13 @@ pub(crate) struct WorkerSettings {
     /// Where the settle step counts the outcome of each attempt (the outbox's
     /// `DeliveryCounts` and the `metrics` counters of this type).
     pub(crate) tally: Tally,
+    /// Reads a payload's recipient, for a type that may name one: each claimed batch is
+    /// checked against the suppression list before it starts.
+    pub(crate) recipient_of: Option<RecipientOf>,
 }
+
+/// Reads the recipient a stored payload names (`None`: none, or it does not decode).
+pub(crate) type RecipientOf = fn(&[u8]) -> Option<crate::message::Recipient>;
 
 impl WorkerSettings {
     /// These settings for the worker named `owner` (the lease owner of what it claims).

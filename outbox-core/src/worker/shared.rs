@@ -80,6 +80,11 @@ impl<B: Backend> Shared<B> {
         self.send(settlement, None);
     }
 
+    /// Queues a settlement of a message that never started, counted as `outcome`.
+    pub(super) fn send_outcome(&self, settlement: Settlement, outcome: Outcome) {
+        self.send(settlement, Some(outcome));
+    }
+
     fn send(&self, settlement: Settlement, outcome: Option<Outcome>) {
         self.unwritten.fetch_add(1, Ordering::SeqCst);
         // The flusher outlives every sender it serves; a closed channel means the worker is

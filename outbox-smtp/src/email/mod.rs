@@ -47,7 +47,8 @@ pub use builder::EmailBuilder;
     crate = "outbox_core",
     type = "outbox.email",
     key_fn = "Email::key",
-    validate = "validate::email"
+    validate = "validate::email",
+    recipient = "Email::suppression_recipient"
 )]
 #[non_exhaustive]
 pub struct Email {
@@ -146,5 +147,19 @@ impl Email {
     /// The idempotency key given to the builder, if any (the derive's `key_fn`).
     fn key(&self) -> Option<String> {
         self.idempotency_key.clone()
+    }
+
+    /// The recipient the suppression list checks: the one address of an email to one
+    /// recipient (`to`, `cc` and `bcc` together), bulk mail of its `list` if it has one,
+    /// transactional otherwise. An email to several recipients is not checked.
+    fn suppression_recipient(&self) -> Option<outbox_core::Recipient> {
+        let mut all = self.recipients();
+        let (Some(one), None) = (all.next(), all.next()) else {
+            return None;
+        };
+        Some(match &self.list {
+            Some(list) => outbox_core::Recipient::bulk(one.address.clone(), Some(list.clone())),
+            None => outbox_core::Recipient::transactional(one.address.clone()),
+        })
     }
 }

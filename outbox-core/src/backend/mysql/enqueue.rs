@@ -90,7 +90,9 @@ async fn insert(
 ) -> Result<Vec<Enqueued>, sqlx::Error> {
     match rows {
         // One message (the common case): a plain one-row insert.
-        [m] => {
+        // (One with a recipient goes through the batch statement, which checks the
+        // suppression list.)
+        [m] if m.suppression.is_none() => {
             // The database's clock in the statement itself (see enqueue_one.sql).
             let (due, delay) = due_parts(m.due);
             let args = [

@@ -27,7 +27,9 @@ impl InsertMessages for PgConnection {
         Box::pin(async move {
             let ids: Vec<String> = match rows {
                 // One message (the common case): a plain one-row insert.
-                [m] => {
+                // (One with a recipient goes through the batch statement, which checks the
+                // suppression list.)
+                [m] if m.suppression.is_none() => {
                     let args = one_args(m, None);
                     let query = bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args);
                     query

@@ -68,13 +68,56 @@ struct Row<'a> {
     key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     group: Option<&'a str>,
+    /// The recipient's suppression probe, flattened (`a`, `d`, `s0`..`s3`, `u`).
+    #[serde(flatten)]
+    probe: Option<ProbeFields<'a>>,
+}
+
+/// A message's suppression probe as the enqueue statements read it: address, domain entry,
+/// the four scopes (absent when unused) and whether unsubscribes count.
+#[derive(Serialize)]
+struct ProbeFields<'a> {
+    a: &'a str,
+    d: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s0: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s1: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s2: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s3: Option<&'a str>,
+    u: u8,
+}
+
+impl<'a> ProbeFields<'a> {
+    fn of(m: &'a NewMessage) -> Option<Self> {
+        let p = m.suppression.as_ref()?;
+        let s = |i: usize| p.scopes[i].as_deref();
+        Some(Self {
+            a: &p.address,
+            d: &p.domain,
+            s0: s(0),
+            s1: s(1),
+            s2: s(2),
+            s3: s(3),
+            u: u8::from(p.honour_unsubscribe),
+        })
+    }
 }
 
 /// One row as a JSON array, in [`Row`]'s field order: read by position (SQLite), without
-/// key names to write, parse and look up.
+/// key names to write, parse and look up. A row with a suppression probe has its fields at
+/// positions 9 to 15 (address, domain entry, four scopes, whether unsubscribes count); a
+/// row without one ends at position 8.
 #[cfg(feature = "sqlite")]
-#[derive(Serialize)]
-struct RowArray<'a>(
+struct RowArray<'a> {
+    head: RowHead<'a>,
+    probe: Option<ProbeFields<'a>>,
+}
+
+#[cfg(feature = "sqlite")]
+type RowHead<'a> = (
     &'a str,
     &'a str,
     &'a str,
@@ -85,6 +128,34 @@ struct RowArray<'a>(
     Option<&'a str>,
     Option<&'a str>,
 );
+
+#[cfg(feature = "sqlite")]
+impl Serialize for RowArray<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let h = &self.head;
+        let mut seq = serializer.serialize_seq(Some(if self.probe.is_some() { 16 } else { 9 }))?;
+        seq.serialize_element(h.0)?;
+        seq.serialize_element(h.1)?;
+        seq.serialize_element(h.2)?;
+        seq.serialize_element(&h.3)?;
+        seq.serialize_element(&h.4)?;
+        seq.serialize_element(&h.5)?;
+        seq.serialize_element(&h.6)?;
+        seq.serialize_element(&h.7)?;
+        seq.serialize_element(&h.8)?;
+        if let Some(p) = &self.probe {
+            seq.serialize_element(p.a)?;
+            seq.serialize_element(p.d)?;
+            seq.serialize_element(&p.s0)?;
+            seq.serialize_element(&p.s1)?;
+            seq.serialize_element(&p.s2)?;
+            seq.serialize_element(&p.s3)?;
+            seq.serialize_element(&p.u)?;
+        }
+        seq.end()
+    }
+}
 
 fn payload_text(m: &NewMessage) -> Result<&str, sqlx::Error> {
     std::str::from_utf8(&m.payload).map_err(|e| sqlx::Error::Encode(e.into()))
@@ -107,6 +178,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
                 max_attempts: m.max_attempts,
                 key: m.idempotency_key.as_deref(),
                 group: m.group.as_deref(),
+                probe: ProbeFields::of(m),
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
@@ -120,17 +192,20 @@ pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Err
         .iter()
         .map(|m| {
             let (due, delay) = due_parts(m.due);
-            Ok(RowArray(
-                m.id.as_str(),
-                m.queue,
-                payload_text(m)?,
-                due,
-                delay,
-                m.priority,
-                m.max_attempts,
-                m.idempotency_key.as_deref(),
-                m.group.as_deref(),
-            ))
+            Ok(RowArray {
+                head: (
+                    m.id.as_str(),
+                    m.queue,
+                    payload_text(m)?,
+                    due,
+                    delay,
+                    m.priority,
+                    m.max_attempts,
+                    m.idempotency_key.as_deref(),
+                    m.group.as_deref(),
+                ),
+                probe: ProbeFields::of(m),
+            })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     json(&encoded)

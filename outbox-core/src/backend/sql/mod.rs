@@ -16,6 +16,7 @@
 mod breakers;
 pub(crate) mod enqueue;
 pub(crate) mod rows;
+mod suppressions;
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -180,6 +181,8 @@ pub struct Queries {
     pub settle_done: &'static str,
     /// Messages back in the queue, due later (settlement).
     pub settle_retry: &'static str,
+    /// Messages a suppression stopped, kept as suppressed rows (settlement).
+    pub settle_suppressed: &'static str,
     /// Messages back in the queue unchanged (settlement).
     pub settle_release: &'static str,
     /// Messages moved to the dead letters (settlement); the last decides the count (it
@@ -287,6 +290,28 @@ pub struct Queries {
     pub breakers_list: &'static str,
     /// The paused types and groups and the open breakers, in one read.
     pub steering: &'static str,
+    /// Adds or replaces suppressions.
+    pub suppression_add: &'static str,
+    /// Removes one suppression.
+    pub suppression_remove: &'static str,
+    /// A page of suppressions.
+    pub suppressions_list: &'static str,
+    /// How many suppressions match.
+    pub suppressions_count: &'static str,
+    /// The suppressions that stop probed messages.
+    pub suppression_check: &'static str,
+    /// The messages kept as suppressed.
+    pub suppressed_list: &'static str,
+    /// Old suppressed rows with their groups, locked.
+    pub prune_suppressed_select: &'static str,
+    /// Deletes suppressed rows by id.
+    pub prune_suppressed_delete: &'static str,
+    /// Adds pruned suppressed messages to their groups' counts.
+    pub groups_suppressed: &'static str,
+    /// Records a single-use token unless it was used.
+    pub token_use: &'static str,
+    /// Forgets old used tokens of one kind.
+    pub tokens_forget: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private
@@ -447,12 +472,16 @@ impl<'a> SettleStatements<'a> {
         owner: &'a str,
         now: Option<i64>,
     ) -> Self {
-        let kinds: [(&Option<String>, &'static [&'static str]); 5] = [
+        let kinds: [(&Option<String>, &'static [&'static str]); 6] = [
             (&groups.delete, std::slice::from_ref(&q.settle_delete)),
             (&groups.done, std::slice::from_ref(&q.settle_done)),
             (&groups.retry, std::slice::from_ref(&q.settle_retry)),
             (&groups.release, std::slice::from_ref(&q.settle_release)),
             (&groups.bury, q.settle_bury),
+            (
+                &groups.suppressed,
+                std::slice::from_ref(&q.settle_suppressed),
+            ),
         ];
         let args = kinds
             .into_iter()
@@ -1034,40 +1063,55 @@ async fn cancel_batches<D: Dialect>(
     let q = db.queries();
     let mut total = 0;
     loop {
-        let deleted = transient_retries::<D, _, _, _>(|| async move {
-            let mut tx = db.begin_write().await?;
-            let rows = db.fetch(Some(&mut tx), select, args).await?;
-            if rows.is_empty() {
-                D::rollback(tx).await?;
-                return Ok(0);
-            }
-            let mut ids = Vec::with_capacity(rows.len());
-            let mut by_group: BTreeMap<String, u64> = BTreeMap::new();
-            for row in &rows {
-                ids.push(row.text(0)?);
-                if let Some(group) = row.opt_text(1)? {
-                    *by_group.entry(group).or_default() += 1;
-                }
-            }
-            let ids = json(&ids)?;
-            let deleted = db
-                .execute(Some(&mut tx), q.cancel_delete, &[Arg::Text(&ids)])
-                .await?;
-            if !by_group.is_empty() {
-                let counts: Vec<(&String, u64)> = by_group.iter().map(|(g, n)| (g, *n)).collect();
-                let counts = json(&counts)?;
-                db.execute(Some(&mut tx), q.groups_cancelled, &[Arg::Text(&counts)])
-                    .await?;
-            }
-            D::commit(tx).await?;
-            Ok(deleted)
-        })
-        .await?;
+        let deleted =
+            delete_counting_groups(db, select, args, q.cancel_delete, q.groups_cancelled).await?;
         if deleted == 0 {
             return Ok(total);
         }
         total += deleted;
     }
+}
+
+/// One batch, in one write transaction: `select` (with `args`) reads message ids with their
+/// groups, locking them; `delete` removes them (a JSON array of ids) and `count` adds how
+/// many of each group went to the group's row (a JSON array of `[group, count]`). Returns
+/// how many were deleted (0 when `select` found none).
+pub(super) async fn delete_counting_groups<D: Dialect>(
+    db: &D,
+    select: &'static str,
+    args: &[Arg<'_>],
+    delete: &'static str,
+    count: &'static str,
+) -> Result<u64, Error> {
+    transient_retries::<D, _, _, _>(|| async move {
+        let mut tx = db.begin_write().await?;
+        let rows = db.fetch(Some(&mut tx), select, args).await?;
+        if rows.is_empty() {
+            D::rollback(tx).await?;
+            return Ok(0);
+        }
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut by_group: BTreeMap<String, u64> = BTreeMap::new();
+        for row in &rows {
+            ids.push(row.text(0)?);
+            if let Some(group) = row.opt_text(1)? {
+                *by_group.entry(group).or_default() += 1;
+            }
+        }
+        let ids = json(&ids)?;
+        let deleted = db
+            .execute(Some(&mut tx), delete, &[Arg::Text(&ids)])
+            .await?;
+        if !by_group.is_empty() {
+            let counts: Vec<(&String, u64)> = by_group.iter().map(|(g, n)| (g, *n)).collect();
+            let counts = json(&counts)?;
+            db.execute(Some(&mut tx), count, &[Arg::Text(&counts)])
+                .await?;
+        }
+        D::commit(tx).await?;
+        Ok(deleted)
+    })
+    .await
 }
 
 impl<D: Dialect> GroupStore for D {

@@ -74,6 +74,8 @@ pub(crate) struct SettlementGroups {
     pub(crate) release: Option<String>,
     /// Moved to the dead letters.
     pub(crate) bury: Option<String>,
+    /// Stopped by a suppression, kept as suppressed rows.
+    pub(crate) suppressed: Option<String>,
     /// The delivered ones (deleted or kept) that belong to a group, counted in their
     /// groups' rows before they are applied.
     pub(crate) grouped_delivered: Option<String>,
@@ -86,6 +88,7 @@ impl SettlementGroups {
     ) -> Result<Self, sqlx::Error> {
         let (mut delete, mut done, mut retry, mut release, mut bury) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut suppressed = Vec::new();
         let mut grouped_delivered = Vec::new();
         for s in settlements {
             let row = Row::of(&s.id, s.attempt, s.claim);
@@ -120,6 +123,10 @@ impl SettlementGroups {
                     text: Some(reason.as_str()),
                     ..row
                 }),
+                Settle::Suppressed { reason } => suppressed.push(Row {
+                    text: Some(reason.as_str()),
+                    ..row
+                }),
             }
         }
         let encode = |rows: Vec<Row<'_>>| -> Result<Option<String>, sqlx::Error> {
@@ -135,6 +142,7 @@ impl SettlementGroups {
             retry: encode(retry)?,
             release: encode(release)?,
             bury: encode(bury)?,
+            suppressed: encode(suppressed)?,
             grouped_delivered: encode(grouped_delivered)?,
         })
     }
@@ -316,7 +324,7 @@ pub(crate) fn dead_letter<R: SqlRow>(row: &R) -> Result<DeadLetter, sqlx::Error>
 /// A group's progress from the columns of `groups_list.sql`: name, pending, scheduled,
 /// running, retrying, paused, dead, delivered, cancelled, paused at, pause reason, first
 /// and last delivery, rate window (opened at, delivered, previous rate), hook type,
-/// completed at, and the read's now (unix ms).
+/// completed at, the read's now (unix ms), and suppressed.
 pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::Error> {
     let n = |i| row.int(i).map(|v| v.max(0) as u64);
     let at = |i| row.opt_int(i).map(|v| v.map(from_unix_millis));
@@ -340,6 +348,7 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
         dead: n(6)?,
         delivered: n(7)?,
         cancelled: n(8)?,
+        suppressed: n(19)?,
         paused_at: at(9)?,
         pause_reason: row.opt_text(10)?,
         first_delivered_at: at(11)?,
@@ -351,7 +360,7 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
 }
 
 /// Folds the rows of `status_counts.sql` (type, pending, scheduled, running, retrying,
-/// done, dead, oldest due, paused) into one [`TypeCounts`] per type, by type tag: the queue and
+/// done, dead, oldest due, paused, suppressed) into one [`TypeCounts`] per type, by type tag: the queue and
 /// the dead letters each give a row per type.
 pub(crate) fn fold_counts<R: SqlRow>(rows: &[R]) -> Result<Vec<TypeCounts>, sqlx::Error> {
     let mut by_type: BTreeMap<String, TypeCounts> = BTreeMap::new();
@@ -375,6 +384,7 @@ pub(crate) fn fold_counts<R: SqlRow>(rows: &[R]) -> Result<Vec<TypeCounts>, sqlx
             c.oldest_due = Some(c.oldest_due.map_or(t, |o| o.min(t)));
         }
         c.paused += n(8)?;
+        c.suppressed += n(9)?;
     }
     Ok(by_type.into_values().collect())
 }

@@ -102,7 +102,9 @@ async fn insert(
     let now = unix_millis(system_now());
     let inserted = match rows {
         // One message (the common case): a plain one-row insert.
-        [m] => {
+        // (One with a recipient goes through the batch statement, which checks the
+        // suppression list.)
+        [m] if m.suppression.is_none() => {
             let args = one_args(m, Some(now));
             bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
                 .execute(&mut *conn)

@@ -169,6 +169,18 @@ static QUERIES: Queries = Queries {
     breaker_probe_now: include_str!("queries/breaker_probe_now.sql"),
     breakers_list: include_str!("queries/breakers_list.sql"),
     steering: include_str!("queries/steering.sql"),
+    suppression_add: include_str!("queries/suppression_add.sql"),
+    suppression_remove: include_str!("queries/suppression_remove.sql"),
+    suppressions_list: include_str!("queries/suppressions_list.sql"),
+    suppressions_count: include_str!("queries/suppressions_count.sql"),
+    suppression_check: include_str!("queries/suppression_check.sql"),
+    suppressed_list: include_str!("queries/suppressed_list.sql"),
+    prune_suppressed_select: include_str!("queries/prune_suppressed_select.sql"),
+    prune_suppressed_delete: include_str!("queries/prune_suppressed_delete.sql"),
+    groups_suppressed: include_str!("queries/groups_suppressed.sql"),
+    token_use: include_str!("queries/token_use.sql"),
+    tokens_forget: include_str!("queries/tokens_forget.sql"),
+    settle_suppressed: include_str!("queries/settle_suppressed.sql"),
 };
 
 impl Dialect for SqliteBackend {

@@ -1,7 +1,7 @@
 -- Counts per type and state, one pass over the queue plus the dead letters: pending,
 -- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
 -- paused (queued messages of a paused type or group, counted in no other state; joined, not
--- looked up per row). ? now (unix ms; NULL: the database's clock)
+-- looked up per row), and suppressed (kept rows of messages a suppression stopped). ? now (unix ms; NULL: the database's clock)
 SELECT s.type_tag,
     CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= s.now_ms) AS SIGNED),
     CAST(SUM(s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > s.now_ms) AS SIGNED),
@@ -10,7 +10,8 @@ SELECT s.type_tag,
     CAST(SUM(s.status = 'done') AS SIGNED),
     CAST(0 AS SIGNED),
     CAST(MIN(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.due_at <= s.now_ms THEN s.due_at END) AS SIGNED),
-    CAST(SUM(s.status = 'queued' AND s.paused) AS SIGNED)
+    CAST(SUM(s.status = 'queued' AND s.paused) AS SIGNED),
+    CAST(SUM(s.status = 'suppressed') AS SIGNED)
 FROM (
     SELECT m.type_tag, m.status, m.attempts, m.due_at, p.now_ms,
         m.status = 'queued' AND (px.type_tag IS NOT NULL OR pgr.name IS NOT NULL) AS paused
@@ -21,4 +22,4 @@ FROM (
 ) AS s
 GROUP BY s.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0 FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0, 0 FROM outbox_dead_letters GROUP BY type_tag

@@ -2,6 +2,7 @@
 -- messages per state (as live_list.sql defines them), its dead letters, and what its row
 -- records (delivered and cancelled counts, pause, rate window, completion hook), then the
 -- read's now (the rate's). Every group with a live message, a dead letter or a row is listed.
+-- The last column counts suppressed messages: rows still kept plus those pruned into its row.
 WITH n AS (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now),
 live AS (
     SELECT s.name,
@@ -9,16 +10,17 @@ live AS (
         COUNT(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
         COUNT(*) FILTER (WHERE s.state = 'running') AS running,
         COUNT(*) FILTER (WHERE s.state = 'retrying') AS retrying,
-        COUNT(*) FILTER (WHERE s.state = 'paused') AS paused
+        COUNT(*) FILTER (WHERE s.state = 'paused') AS paused,
+        COUNT(*) FILTER (WHERE s.state = 'suppressed') AS suppressed
     FROM (
         SELECT m.group_name AS name,
-            CASE WHEN m.status = 'running' THEN 'running'
+            CASE WHEN m.status = 'running' THEN 'running' WHEN m.status = 'suppressed' THEN 'suppressed'
             WHEN px.type_tag IS NOT NULL OR pgr.name IS NOT NULL THEN 'paused'
             WHEN m.attempts > 0 THEN 'retrying' WHEN m.due_at <= n.now THEN 'pending' ELSE 'scheduled' END AS state
         FROM outbox_messages AS m CROSS JOIN n
         LEFT JOIN outbox_paused AS px ON px.type_tag = m.type_tag
         LEFT JOIN outbox_groups AS pgr ON pgr.name = m.group_name AND pgr.paused_at IS NOT NULL
-        WHERE m.group_name IS NOT NULL AND m.status IN ('queued', 'running')
+        WHERE m.group_name IS NOT NULL AND m.status IN ('queued', 'running', 'suppressed')
     ) AS s
     GROUP BY s.name
 ),
@@ -34,7 +36,8 @@ SELECT nm.name, COALESCE(l.pending, 0), COALESCE(l.scheduled, 0), COALESCE(l.run
     COALESCE(l.retrying, 0), COALESCE(l.paused, 0), COALESCE(d.dead, 0),
     COALESCE(g.delivered, 0), COALESCE(g.cancelled, 0), g.paused_at, g.pause_reason,
     g.first_delivered_at, g.last_delivered_at, g.window_at, COALESCE(g.window_delivered, 0),
-    g.previous_rate, g.hook_type, g.completed_at, n.now
+    g.previous_rate, g.hook_type, g.completed_at, n.now,
+    COALESCE(l.suppressed, 0) + COALESCE(g.suppressed, 0)
 FROM names AS nm
 CROSS JOIN n
 LEFT JOIN live AS l ON l.name = nm.name

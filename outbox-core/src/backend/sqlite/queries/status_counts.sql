@@ -1,7 +1,7 @@
 -- Counts per type and state, one pass over the queue plus the dead letters: pending,
 -- scheduled, running, retrying, done, dead, the due time of the oldest due message, and
 -- paused (queued messages of a paused type or group, counted in no other state; joined, not
--- looked up per row). ?1 now (unix ms)
+-- looked up per row), and suppressed (kept rows of messages a suppression stopped). ?1 now (unix ms)
 SELECT s.type_tag,
     SUM(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at <= ?1 THEN 1 ELSE 0 END),
     SUM(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.attempts = 0 AND s.due_at > ?1 THEN 1 ELSE 0 END),
@@ -10,7 +10,8 @@ SELECT s.type_tag,
     SUM(CASE WHEN s.status = 'done' THEN 1 ELSE 0 END),
     0,
     MIN(CASE WHEN s.status = 'queued' AND NOT s.paused AND s.due_at <= ?1 THEN s.due_at END),
-    SUM(CASE WHEN s.status = 'queued' AND s.paused THEN 1 ELSE 0 END)
+    SUM(CASE WHEN s.status = 'queued' AND s.paused THEN 1 ELSE 0 END),
+    SUM(CASE WHEN s.status = 'suppressed' THEN 1 ELSE 0 END)
 FROM (
     SELECT m.type_tag, m.status, m.attempts, m.due_at,
         m.status = 'queued' AND (px.type_tag IS NOT NULL OR pgr.name IS NOT NULL) AS paused
@@ -20,4 +21,4 @@ FROM (
 ) AS s
 GROUP BY s.type_tag
 UNION ALL
-SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0 FROM outbox_dead_letters GROUP BY type_tag
+SELECT type_tag, 0, 0, 0, 0, 0, COUNT(*), NULL, 0, 0 FROM outbox_dead_letters GROUP BY type_tag

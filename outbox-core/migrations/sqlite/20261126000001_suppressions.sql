@@ -1,0 +1,31 @@
+-- Suppressions: addresses (or whole domains, written `@example.com`) that must not be
+-- mailed, in one scope: `*` (all mail), `list:NAME`, `type:TAG` or `group:NAME`. An email to
+-- a suppressed address is not sent: its row is kept with status `suppressed` (never
+-- claimed), at enqueue or when a worker finds the suppression before sending. Addresses are
+-- stored lowercased. Times are unix milliseconds.
+CREATE TABLE IF NOT EXISTS outbox_suppressions (
+    address TEXT NOT NULL,                 -- user@example.com, or @example.com
+    scope TEXT NOT NULL,                   -- * | list:NAME | type:TAG | group:NAME
+    reason TEXT NOT NULL,                  -- hard_bounce | complaint | unsubscribe | manual
+    source TEXT,                           -- who said so: an event id, an operator, a token
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,                    -- NULL: for ever
+    PRIMARY KEY (address, scope)
+) WITHOUT ROWID;
+
+-- The kept rows of suppressed messages, by when they were stopped (the admin's list and the
+-- pruner); partial, so no other row is in it.
+CREATE INDEX IF NOT EXISTS outbox_messages_suppressed
+    ON outbox_messages (done_at) WHERE status = 'suppressed';
+
+-- Suppressed messages of a group, counted in its row once their rows are pruned.
+ALTER TABLE outbox_groups ADD COLUMN suppressed INTEGER NOT NULL DEFAULT 0;
+
+-- Tokens that may be used once (one-click unsubscribe links, webhook signatures): a second
+-- use is refused while the row exists.
+CREATE TABLE IF NOT EXISTS outbox_used_tokens (
+    kind TEXT NOT NULL,                    -- unsubscribe | mailgun | ...
+    token TEXT NOT NULL,                   -- a digest of the token, never the token itself
+    used_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, token)
+) WITHOUT ROWID;

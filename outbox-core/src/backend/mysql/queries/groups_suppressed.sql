@@ -1,0 +1,6 @@
+-- Adds pruned suppressed messages to their groups' counts (in name order, so concurrent
+-- writers lock group rows in one order). ? JSON [["group", count]]
+INSERT INTO outbox_groups (name, suppressed)
+SELECT r.name, r.n FROM JSON_TABLE(?, '$[*]' COLUMNS (name VARCHAR(200) PATH '$[0]', n BIGINT PATH '$[1]')) AS r
+ORDER BY r.name
+ON DUPLICATE KEY UPDATE suppressed = outbox_groups.suppressed + VALUES(suppressed)

@@ -1,0 +1,2 @@
+-- Removes a suppression. ? address, ? scope
+DELETE FROM outbox_suppressions WHERE address = ? AND scope = ?
