@@ -1065,6 +1065,8 @@ async fn every_page_carries_the_security_headers() {
         "/messages".into(),
         "/messages?group=spring&state=pending".into(),
         format!("/messages/{}", live_id.as_str()),
+        "/suppressions".into(),
+        "/suppressions?address=ann@example.com&reason=manual".into(),
         "/no/such/page".into(),
     ] {
         let r = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -1847,5 +1849,78 @@ async fn a_running_message_shows_its_lease_and_no_actions() {
     );
     let _ = stop.send(());
     worker.await.unwrap().unwrap();
+    b.client.clone().close().await.unwrap();
+}
+
+/// The suppressions page: an address suppressed from its form is listed, stops the next
+/// email to it (shown under "Stopped messages" and counted on the overview), and is
+/// removed with its button; a bad address is refused with what to write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suppressions_are_added_shown_and_removed_from_the_page() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    b.client.goto(&format!("{url}/suppressions")).await.unwrap();
+    assert_eq!(b.text("#suppression-total").await, "0 entries match.");
+    b.fill(
+        "form[action$='/suppressions/add'] input[name=address]",
+        "not-an-address",
+    )
+    .await;
+    b.click("form[action$='/suppressions/add'] button").await;
+    assert!(b.text(".flash").await.contains("user@example.com"));
+    b.fill(
+        "form[action$='/suppressions/add'] input[name=address]",
+        "Ann@Example.com",
+    )
+    .await;
+    b.fill(
+        "form[action$='/suppressions/add'] input[name=scope]",
+        "list:weekly",
+    )
+    .await;
+    b.click("form[action$='/suppressions/add'] button").await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Suppressed ann@example.com (list:weekly, manual)."
+    );
+    assert_eq!(
+        b.text(r#"tr[data-address="ann@example.com"] td:nth-child(2)"#)
+            .await,
+        "list:weekly"
+    );
+
+    let email = Email::builder()
+        .from("news@example.com")
+        .to("ann@example.com")
+        .subject("Weekly")
+        .text("News.")
+        .list("weekly")
+        .build()
+        .unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let id = email.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    b.client.goto(&format!("{url}/suppressions")).await.unwrap();
+    assert!(b.text("#stopped").await.contains(id.id().as_str()));
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(
+        b.text(r#"tr[data-type="outbox.email"] td[data-col="suppressed"]"#)
+            .await,
+        "1"
+    );
+
+    b.client.goto(&format!("{url}/suppressions")).await.unwrap();
+    b.click(r#"tr[data-address="ann@example.com"] form button"#)
+        .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Removed the suppression of ann@example.com in list:weekly."
+    );
+    assert_eq!(b.text("#suppression-total").await, "0 entries match.");
+    let all = outbox::SuppressionFilter::default();
+    assert_eq!(admin.suppressions().count(&all).await.unwrap(), 0);
     b.client.clone().close().await.unwrap();
 }

@@ -139,6 +139,77 @@ pub enum AdminCommand {
     /// running, retrying, paused).
     #[command(subcommand)]
     Messages(MessagesCommand),
+    /// List, add and remove suppressed addresses (no mail is sent to them), and see the
+    /// messages they stopped.
+    #[command(subcommand)]
+    Suppressions(SuppressionsCommand),
+}
+
+/// `suppressions …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SuppressionsCommand {
+    /// The entries, newest first: address, scope, reason, source, since, expiry.
+    List(SuppressionsListArgs),
+    /// Suppress an address (or `@domain`) in a scope; replaces its entry in that scope.
+    Add(SuppressionsAddArgs),
+    /// Remove an address's entry in a scope (messages it stopped stay suppressed).
+    Remove(SuppressionsRemoveArgs),
+    /// The newest messages kept as suppressed (never sent), with what stopped each.
+    Stopped(SuppressionsStoppedArgs),
+}
+
+/// `suppressions list`.
+#[derive(Debug, Clone, Args)]
+pub struct SuppressionsListArgs {
+    /// Only the entries of this address (and of its domain), or of this `@domain`.
+    #[arg(long)]
+    pub address: Option<String>,
+    /// Only this reason: hard_bounce, complaint, unsubscribe or manual.
+    #[arg(long, value_parser = parse_reason)]
+    pub reason: Option<crate::SuppressionReason>,
+    /// At most this many (up to 1000).
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
+    /// Skip this many first.
+    #[arg(long, default_value_t = 0)]
+    pub offset: u64,
+}
+
+/// `suppressions add`.
+#[derive(Debug, Clone, Args)]
+pub struct SuppressionsAddArgs {
+    /// The address (`user@example.com`) or a whole domain (`@example.com`).
+    pub address: String,
+    /// Which mail it stops: `*` (all), `list:NAME`, `type:TAG` or `group:NAME`.
+    #[arg(long, default_value = "*", value_parser = parse_scope)]
+    pub scope: crate::SuppressionScope,
+    /// Why: hard_bounce, complaint, unsubscribe or manual.
+    #[arg(long, default_value = "manual", value_parser = parse_reason)]
+    pub reason: crate::SuppressionReason,
+    /// Who says so (shown in the list).
+    #[arg(long, default_value = "command line")]
+    pub source: String,
+    /// End the suppression after this long (`30d`); without it, it lasts.
+    #[arg(long, value_parser = parse_duration)]
+    pub expires_in: Option<Duration>,
+}
+
+/// `suppressions remove`.
+#[derive(Debug, Clone, Args)]
+pub struct SuppressionsRemoveArgs {
+    /// The address or `@domain`.
+    pub address: String,
+    /// The scope of the entry to remove.
+    #[arg(long, default_value = "*", value_parser = parse_scope)]
+    pub scope: crate::SuppressionScope,
+}
+
+/// `suppressions stopped`.
+#[derive(Debug, Clone, Args)]
+pub struct SuppressionsStoppedArgs {
+    /// At most this many (up to 1000).
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
 }
 
 /// `group …`.
@@ -396,6 +467,14 @@ fn parse_state(s: &str) -> Result<crate::LiveState, String> {
     crate::LiveState::parse(s).ok_or_else(|| {
         format!("unknown state `{s}`; write one of pending, scheduled, running, retrying, paused")
     })
+}
+
+fn parse_scope(s: &str) -> Result<crate::SuppressionScope, String> {
+    s.parse()
+}
+
+fn parse_reason(s: &str) -> Result<crate::SuppressionReason, String> {
+    s.parse()
 }
 
 /// A duration such as `30d`, `12h`, `500ms`.

@@ -51,6 +51,7 @@ impl<B: Backend> Ctx<B> {
             AdminCommand::Groups => self.groups().await,
             AdminCommand::Group(command) => self.group(command).await,
             AdminCommand::Messages(command) => self.messages(command).await,
+            AdminCommand::Suppressions(command) => self.suppressions(command).await,
         }
     }
 
@@ -103,6 +104,7 @@ impl<B: Backend> Ctx<B> {
                         "retrying": c.retrying,
                         "paused_messages": c.paused,
                         "done": c.done,
+                        "suppressed": c.suppressed,
                         "dead": c.dead,
                         "oldest_due_age_secs": c.oldest_due.map(|t| render::age(t, now).as_secs()),
                         "paused": p.map(|p| json!({ "reason": p.reason, "since": render::time(p.paused_at) })),
@@ -134,10 +136,11 @@ impl<B: Backend> Ctx<B> {
                 "RETRYING",
                 "PAUSED",
                 "DEAD",
+                "SUPPRESSED",
                 "OLDEST DUE",
                 "PAUSE",
             ],
-            &[1, 2, 3, 4, 5, 6, 7],
+            &[1, 2, 3, 4, 5, 6, 7, 8],
         );
         for (c, p) in &rows {
             t.add_row(vec![
@@ -148,6 +151,7 @@ impl<B: Backend> Ctx<B> {
                 c.retrying.to_string(),
                 c.paused.to_string(),
                 c.dead.to_string(),
+                c.suppressed.to_string(),
                 c.oldest_due
                     .map_or("-".into(), |t| render::duration(render::age(t, now))),
                 p.map_or("-".into(), |p| {

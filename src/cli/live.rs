@@ -42,12 +42,13 @@ impl<B: Backend> Ctx<B> {
                 "DELIVERED",
                 "DEAD",
                 "CANCELLED",
+                "SUPPRESSED",
                 "DONE",
                 "RATE",
                 "ETA",
                 "STATE",
             ],
-            &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
         );
         for g in &groups {
             t.add_row(vec![
@@ -60,6 +61,7 @@ impl<B: Backend> Ctx<B> {
                 g.delivered.to_string(),
                 g.dead.to_string(),
                 g.cancelled.to_string(),
+                g.suppressed.to_string(),
                 format!("{}%", done_percent(g)),
                 rate_text(g.rate),
                 g.eta().map_or("-".into(), render::duration),
@@ -112,6 +114,7 @@ impl<B: Backend> Ctx<B> {
         println!("delivered:   {}", g.delivered);
         println!("dead:        {}", g.dead);
         println!("cancelled:   {}", g.cancelled);
+        println!("suppressed:  {}", g.suppressed);
         println!("rate:        {}", rate_text(g.rate));
         println!(
             "eta:         {}",
@@ -495,7 +498,7 @@ impl<B: Backend> Ctx<B> {
     }
 }
 
-/// The share of a group's messages that finished (delivered, dead or cancelled), in %.
+/// The share of a group's messages that finished (delivered, dead, cancelled or suppressed), in %.
 fn done_percent(g: &GroupProgress) -> u64 {
     let total = g.total();
     if total == 0 {
@@ -547,6 +550,7 @@ fn group_json(g: &GroupProgress) -> Value {
         "delivered": g.delivered,
         "dead": g.dead,
         "cancelled": g.cancelled,
+        "suppressed": g.suppressed,
         "remaining": g.remaining(),
         "total": g.total(),
         "rate_per_second": g.rate,

@@ -109,6 +109,7 @@ pub(crate) enum Nav {
     DeadGroups,
     Groups,
     Messages,
+    Suppressions,
 }
 
 /// A whole page: header, flash messages, the live part (refreshed by the script) and
@@ -139,6 +140,7 @@ pub(crate) fn page(
                     a class=(on(Nav::DeadGroups)) href=(ctx.url("/dead/groups")) { "Dead letters by error" }
                     a class=(on(Nav::Groups)) href=(ctx.url("/groups")) { "Groups" }
                     a class=(on(Nav::Messages)) href=(ctx.url("/messages")) { "Messages" }
+                    a class=(on(Nav::Suppressions)) href=(ctx.url("/suppressions")) { "Suppressions" }
                 }
                 main {
                     h1 { (title) }

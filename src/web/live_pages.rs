@@ -155,7 +155,7 @@ pub(crate) async fn groups_list<B: Backend>(
                     thead { tr {
                         th { "Group" } th { "Progress" } th.n { "Pending" } th.n { "Scheduled" }
                         th.n { "Running" } th.n { "Retrying" } th.n { "Paused" } th.n { "Delivered" }
-                        th.n { "Dead" } th.n { "Cancelled" } th.n { "Rate · ETA" } th {}
+                        th.n { "Dead" } th.n { "Cancelled" } th.n { "Suppressed" } th.n { "Rate · ETA" } th {}
                     } }
                     tbody {
                         @for g in &groups {
@@ -176,6 +176,7 @@ pub(crate) async fn groups_list<B: Backend>(
                                 td.n data-col="delivered" { (g.delivered) }
                                 td.n data-col="dead" { (g.dead) }
                                 td.n data-col="cancelled" { (g.cancelled) }
+                                td.n data-col="suppressed" { (g.suppressed) }
                                 td.n.nowrap {
                                     div data-col="rate" { (rate(g.rate)) }
                                     div.small.muted data-col="eta" { "ETA " (eta(g)) }
@@ -222,6 +223,7 @@ pub(crate) async fn group_page<B: Backend>(
                 dt { "Delivered" } dd data-col="delivered" { (g.delivered) }
                 dt { "Dead" } dd data-col="dead" { (g.dead) }
                 dt { "Cancelled" } dd data-col="cancelled" { (g.cancelled) }
+                dt { "Suppressed" } dd data-col="suppressed" { (g.suppressed) }
                 dt { "Rate" } dd data-col="rate" { (rate(g.rate)) }
                 dt { "ETA" } dd data-col="eta" { (eta(&g)) }
                 @if let Some(t) = g.first_delivered_at { dt { "First delivery" } dd { (layout::timestamp(t)) } }

@@ -44,7 +44,15 @@
 //!   id shown, never an offset), with retry now / cancel per row and, for the whole
 //!   filter, with a tick;
 //! * a message (`/messages/{id}`): its state, attempts, due time, lease owner, attempt
-//!   log and payload, with retry now / cancel.
+//!   log and payload, with retry now / cancel;
+//! * suppressions (`/suppressions`): the suppression list filtered by address or reason,
+//!   paged, with a form to add an entry (scope, reason, expiry) and remove per entry, and
+//!   the newest messages it stopped.
+//!
+//! Two public endpoints live beside the admin (not inside it; they need no login):
+//! [`UnsubscribeEndpoint`](crate::web::UnsubscribeEndpoint) for one-click unsubscribe links
+//! (with feature `smtp`) and [`Webhooks`](crate::web::Webhooks) for providers' delivery
+//! events (feature `webhooks`).
 //!
 //! Every page works without JavaScript; where it runs, the counts refresh every 2 seconds
 //! by fetching the page's live part (`?live=1`).
@@ -102,9 +110,20 @@ mod live_pages;
 mod pages;
 mod sampler;
 mod signature;
+mod suppression_pages;
+#[cfg(feature = "smtp")]
+mod unsubscribe;
+#[cfg(feature = "webhooks")]
+mod webhooks;
 
 /// The axum version the router is built with.
 pub use axum;
+#[cfg(feature = "smtp")]
+pub use unsubscribe::{UnsubscribeEndpoint, UNSUBSCRIBE_TOKEN_KIND};
+#[cfg(feature = "webhooks")]
+pub use webhooks::{
+    apply_events, EventHook, HttpsFetch, SnsFetch, Webhooks, EVENT_TOKEN_KIND, MAILGUN_TOKEN_KIND,
+};
 
 use std::{sync::Arc, time::Duration};
 
@@ -252,6 +271,18 @@ impl<B: Backend> WebAdmin<B> {
             .route("/groups/{name}/pause", post(live_pages::group_pause::<B>))
             .route("/groups/{name}/resume", post(live_pages::group_resume::<B>))
             .route("/groups/{name}/cancel", post(live_pages::group_cancel::<B>))
+            .route(
+                "/suppressions",
+                get(suppression_pages::suppressions_page::<B>),
+            )
+            .route(
+                "/suppressions/add",
+                post(suppression_pages::suppression_add::<B>),
+            )
+            .route(
+                "/suppressions/remove",
+                post(suppression_pages::suppression_remove::<B>),
+            )
             .route("/messages", get(live_pages::messages_list::<B>))
             .route(
                 "/messages/retry",

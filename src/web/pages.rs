@@ -267,7 +267,7 @@ fn counts_table(
             table #counts {
                 thead { tr {
                     th { "Type" } th.n { "Pending" } th.n { "Scheduled" } th.n { "Running" }
-                    th.n { "Retrying" } th.n title="Queued, held by a paused type or group" { "Paused" } th.n { "Dead" } th.n { "Oldest due" } th { "State" }
+                    th.n { "Retrying" } th.n title="Queued, held by a paused type or group" { "Paused" } th.n { "Dead" } th.n title="Not sent: a suppression stops the recipient" { "Suppressed" } th.n { "Oldest due" } th { "State" }
                 } }
                 tbody {
                     @for c in rows {
@@ -281,6 +281,11 @@ fn counts_table(
                             td.n data-col="dead" {
                                 @if c.dead > 0 {
                                     a.dead href=(ctx.url(&format!("/dead?type={}", q(&c.type_tag)))) { (c.dead) }
+                                } @else { "0" }
+                            }
+                            td.n data-col="suppressed" {
+                                @if c.suppressed > 0 {
+                                    a href=(ctx.url("/suppressions")) { (c.suppressed) }
                                 } @else { "0" }
                             }
                             td.n data-col="oldest-due" {

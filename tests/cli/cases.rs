@@ -790,6 +790,7 @@ pub async fn groups_pause_resume_and_cancel<H: Harness>() {
             "DELIVERED",
             "DEAD",
             "CANCELLED",
+            "SUPPRESSED",
             "DONE",
             "RATE",
             "ETA",
@@ -805,7 +806,7 @@ pub async fn groups_pause_resume_and_cancel<H: Harness>() {
         .collect();
     assert_eq!(
         row,
-        ["spring", "4", "1", "0", "0", "0", "0", "0", "0", "0%", "-", "-", "running"],
+        ["spring", "4", "1", "0", "0", "0", "0", "0", "0", "0", "0%", "-", "-", "running"],
         "{human}"
     );
 
@@ -1289,4 +1290,135 @@ pub async fn a_running_message_is_left_alone<H: Harness>() {
     }
     let _ = stop.send(());
     running.await.unwrap().unwrap();
+}
+
+/// `suppressions add / list / remove / stopped`: an entry added from the command line is in
+/// the list (text and JSON, filtered by address with its domain's entries), stops a message
+/// whose recipient it names (shown by `stopped` and counted by `status`), and is removed;
+/// a bad address, scope or reason is refused with what to write instead.
+pub async fn suppressions_add_list_remove_and_stopped<H: Harness>() {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Note {
+        to: String,
+    }
+    impl outbox::OutboxMessage for Note {
+        const TYPE: &'static str = "cli.note";
+        const HAS_RECIPIENT: bool = true;
+        fn recipient(&self) -> Option<outbox::Recipient> {
+            Some(outbox::Recipient::bulk(self.to.clone(), None))
+        }
+    }
+    let h = H::new().await;
+    let url = h.url();
+    let r = outbox(
+        &url,
+        &[
+            "suppressions",
+            "add",
+            "Ann@Example.com",
+            "--reason",
+            "hard-bounce",
+        ],
+    );
+    let out = r.succeeded().stdout.clone();
+    assert!(
+        out.starts_with("suppressed ann@example.com (*, hard_bounce)"),
+        "{out}"
+    );
+    outbox(
+        &url,
+        &[
+            "suppressions",
+            "add",
+            "@example.com",
+            "--scope",
+            "type:cli.note",
+            "--expires-in",
+            "30d",
+        ],
+    )
+    .succeeded();
+    outbox(
+        &url,
+        &[
+            "suppressions",
+            "add",
+            "zed@other.test",
+            "--scope",
+            "list:weekly",
+        ],
+    )
+    .succeeded();
+    let listed = outbox(
+        &url,
+        &[
+            "suppressions",
+            "list",
+            "--address",
+            "ann@example.com",
+            "--json",
+        ],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(listed["total"], 2, "{listed}");
+    let scopes: Vec<&str> = listed["suppressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["scope"].as_str().unwrap())
+        .collect();
+    assert!(
+        scopes.contains(&"*") && scopes.contains(&"type:cli.note"),
+        "{listed}"
+    );
+    let human = outbox(&url, &["suppressions", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        human.contains("zed@other.test") && human.contains("3 of 3 shown"),
+        "{human}"
+    );
+
+    let mut tx = h.pool().begin().await.unwrap();
+    let note = Note {
+        to: "ann@example.com".into(),
+    };
+    let _ = note.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let stopped = outbox(&url, &["suppressions", "stopped", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(stopped[0]["type"], "cli.note", "{stopped}");
+    assert!(
+        stopped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("suppressed: "),
+        "{stopped}"
+    );
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    assert_eq!(
+        type_status(&status, "cli.note")["suppressed"],
+        1,
+        "{status}"
+    );
+
+    outbox(&url, &["suppressions", "remove", "ann@example.com"]).succeeded();
+    outbox(&url, &["suppressions", "remove", "ann@example.com"])
+        .failed_with("has no suppression in scope `*`");
+    outbox(&url, &["suppressions", "add", "not-an-address"]).failed_with("user@example.com");
+    let r = outbox(
+        &url,
+        &["suppressions", "add", "a@b.test", "--scope", "topic:x"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("list:NAME"), "{r:?}");
+    let r = outbox(
+        &url,
+        &["suppressions", "add", "a@b.test", "--reason", "bounced"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("hard_bounce"), "{r:?}");
 }

@@ -51,6 +51,10 @@ macro_rules! cli_cases {
                 cases::a_running_message_is_left_alone::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn suppressions_add_list_remove_and_stopped() {
+                cases::suppressions_add_list_remove_and_stopped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_unmigrated_database_says_to_migrate() {
                 cases::an_unmigrated_database_says_to_migrate::<H>().await
             }
