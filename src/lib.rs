@@ -84,7 +84,8 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/testing.md")]
     pub mod testing {}
 
-    /// Deliverability: DKIM signing and one-click unsubscribe for bulk mail (feature `dkim`).
+    /// Deliverability: DKIM signing, one-click unsubscribe, the suppression list and provider
+    /// events (feature `dkim`).
     #[cfg(feature = "dkim")]
     #[doc = include_str!("../docs/guides/deliverability.md")]
     pub mod deliverability {}

@@ -8,6 +8,8 @@ mod dev;
 mod dkim;
 mod email;
 mod error;
+#[cfg(feature = "webhooks")]
+pub mod events;
 mod mailer;
 mod queued;
 mod redirect;

@@ -1,0 +1,594 @@
+//! Provider webhooks against a real HTTP server on loopback: for each provider a
+//! genuine-shaped request, signed in the test with keys and certificates `openssl` makes, is
+//! accepted and its hard bounce or complaint suppresses the recipient; a tampered one is
+//! refused and writes nothing. SNS: signature versions 1 and 2, the certificate fetched only
+//! from an SNS host, the topic checked, the subscription confirmed; Mailgun: a replayed token
+//! and a stale timestamp refused; a repeated event applied once; a bounce report that
+//! arrives as mail (DSN) fed in raw.
+
+mod common;
+#[path = "common/smtp_sink.rs"]
+mod smtp_sink;
+
+use std::{
+    path::Path,
+    process::Command,
+    sync::{Arc, Mutex},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use base64::Engine as _;
+use common::TestDb;
+use futures::future::BoxFuture;
+use outbox::{
+    prelude::*,
+    smtp::events::{dsn, sendgrid::SendGridKey, EventPolicy},
+    web::{apply_events, SnsFetch, Webhooks},
+    SuppressionFilter, SuppressionReason, SuppressionScope,
+};
+use serde_json::json;
+
+const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:ses-events";
+const CERT_URL: &str = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem";
+const OUR_ID: &str = "01JD5Z3Q4V8W6X7Y8Z9A0B1C2D";
+
+/// Runs `openssl args…`, feeding `input`; its stdout.
+fn openssl(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("openssl must be installed (apt-get install openssl)");
+    if let Some(input) = input {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The test's SNS: what a GET of an SNS URL returns, and the URLs fetched.
+struct FakeSns {
+    certificate: Vec<u8>,
+    fetched: Mutex<Vec<String>>,
+}
+
+impl SnsFetch for FakeSns {
+    fn get<'a>(&'a self, url: &'a url::Url) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        self.fetched.lock().unwrap().push(url.to_string());
+        let body = if url.as_str() == CERT_URL {
+            self.certificate.clone()
+        } else {
+            b"<ConfirmSubscriptionResponse/>".to_vec()
+        };
+        Box::pin(async move { Ok(body) })
+    }
+}
+
+/// Keys and secrets the test signs with, and the endpoint's router over `db`.
+struct Setup {
+    dir: tempfile::TempDir,
+    sns: Arc<FakeSns>,
+    sendgrid_public: String,
+}
+
+/// Distinct SNS message ids.
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+const MAILGUN_KEY: &str = "key-mailgun-signing-0123456789";
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        openssl(d, &["genrsa", "-out", "sns.key", "2048"], None);
+        let certificate = openssl(
+            d,
+            &[
+                "req",
+                "-x509",
+                "-new",
+                "-key",
+                "sns.key",
+                "-subj",
+                "/CN=sns.amazonaws.com",
+                "-days",
+                "2",
+            ],
+            None,
+        );
+        openssl(
+            d,
+            &[
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "sg.key",
+            ],
+            None,
+        );
+        let public = openssl(
+            d,
+            &["ec", "-in", "sg.key", "-pubout", "-outform", "DER"],
+            None,
+        );
+        Self {
+            sns: Arc::new(FakeSns {
+                certificate,
+                fetched: Mutex::default(),
+            }),
+            sendgrid_public: b64(&public),
+            dir,
+        }
+    }
+
+    async fn serve(&self, db: &TestDb) -> String {
+        let hooks = Webhooks::new(Admin::new(db.backend()))
+            .sns_with_fetcher([TOPIC], self.sns.clone())
+            .sendgrid(SendGridKey::from_base64(&self.sendgrid_public).unwrap())
+            .mailgun(MAILGUN_KEY)
+            .postmark("postmark", "hook-password");
+        let app = outbox::web::axum::Router::new().nest("/hooks", hooks.into_router());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { outbox::web::axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}/hooks")
+    }
+
+    /// An SNS message of `kind` carrying `message`, signed with version `version`.
+    fn sns(&self, kind: &str, message: &str, version: &str) -> serde_json::Value {
+        let id = format!(
+            "sns-{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        let timestamp = "2026-11-24T10:00:00.000Z";
+        let mut text = format!("Message\n{message}\nMessageId\n{id}\n");
+        let mut body = json!({
+            "Type": kind, "MessageId": id, "TopicArn": TOPIC, "Message": message,
+            "Timestamp": timestamp, "SignatureVersion": version, "SigningCertURL": CERT_URL,
+        });
+        if kind == "SubscriptionConfirmation" {
+            let url = "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&Token=t1";
+            text += &format!("SubscribeURL\n{url}\nTimestamp\n{timestamp}\nToken\nt1\nTopicArn\n{TOPIC}\nType\n{kind}\n");
+            body["SubscribeURL"] = url.into();
+            body["Token"] = "t1".into();
+        } else {
+            text += &format!("Timestamp\n{timestamp}\nTopicArn\n{TOPIC}\nType\n{kind}\n");
+        }
+        let digest = if version == "1" { "-sha1" } else { "-sha256" };
+        let signature = openssl(
+            self.dir.path(),
+            &["dgst", digest, "-sign", "sns.key"],
+            Some(text.as_bytes()),
+        );
+        body["Signature"] = b64(&signature).into();
+        body
+    }
+
+    /// SendGrid's signature of `timestamp` + `body`.
+    fn sendgrid_signature(&self, timestamp: &str, body: &[u8]) -> String {
+        let mut signed = timestamp.as_bytes().to_vec();
+        signed.extend_from_slice(body);
+        b64(&openssl(
+            self.dir.path(),
+            &["dgst", "-sha256", "-sign", "sg.key"],
+            Some(&signed),
+        ))
+    }
+}
+
+/// A Mailgun body signed (or not) with the signing key.
+fn mailgun_body(dir: &Path, timestamp: u64, token: &str, event: serde_json::Value) -> Vec<u8> {
+    let text = format!("{timestamp}{token}");
+    let mac = openssl(
+        dir,
+        &["dgst", "-sha256", "-hmac", MAILGUN_KEY, "-r"],
+        Some(text.as_bytes()),
+    );
+    let hex = String::from_utf8(mac)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    serde_json::to_vec(&json!({
+        "signature": { "timestamp": timestamp.to_string(), "token": token, "signature": hex },
+        "event-data": event,
+    }))
+    .unwrap()
+}
+
+fn ses_bounce(recipient: &str, kind: &str) -> String {
+    json!({
+        "notificationType": "Bounce",
+        "bounce": {
+            "bounceType": kind, "bounceSubType": "General", "timestamp": "2026-11-24T09:59:58.000Z",
+            "bouncedRecipients": [{ "emailAddress": recipient, "diagnosticCode": "smtp; 550 5.1.1 user unknown" }],
+        },
+        "mail": { "messageId": "ses-1", "commonHeaders": { "messageId": format!("<{OUR_ID}@example.com>") } },
+    })
+    .to_string()
+}
+
+async fn post(url: &str, body: Vec<u8>, headers: &[(&str, String)]) -> (u16, String) {
+    let mut r = reqwest::Client::new().post(url).body(body);
+    for (name, value) in headers {
+        r = r.header(*name, value);
+    }
+    let r = r.send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn entries(db: &TestDb) -> Vec<outbox::Suppression> {
+    Admin::new(db.backend())
+        .suppressions()
+        .list(&SuppressionFilter::default(), 100, 0)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ses_hard_bounce_through_sns_suppresses_the_address_and_forgeries_are_refused() {
+    let s = Setup::new();
+    let db = TestDb::new().await;
+    let url = s.serve(&db).await;
+    let sns = format!("{url}/sns");
+
+    // A subscription is confirmed by fetching its SubscribeURL (an SNS host).
+    let confirm = s.sns(
+        "SubscriptionConfirmation",
+        "You have chosen to subscribe",
+        "1",
+    );
+    let (code, body) = post(&sns, serde_json::to_vec(&confirm).unwrap(), &[]).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(s
+        .sns
+        .fetched
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|u| u.contains("ConfirmSubscription")));
+
+    // Tampered (the message changed after signing), another topic, a certificate elsewhere.
+    let mut tampered = s.sns(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "1",
+    );
+    tampered["Message"] = ses_bounce("bob@example.com", "Permanent").into();
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&tampered).unwrap(), &[])
+            .await
+            .0,
+        401
+    );
+    let mut topic = s.sns(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "1",
+    );
+    topic["TopicArn"] = "arn:aws:sns:us-east-1:999:other".into();
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&topic).unwrap(), &[]).await.0,
+        403
+    );
+    let mut elsewhere = s.sns(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "1",
+    );
+    elsewhere["SigningCertURL"] =
+        "https://sns.us-east-1.amazonaws.com.evil.example/cert.pem".into();
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&elsewhere).unwrap(), &[])
+            .await
+            .0,
+        403
+    );
+    assert!(
+        s.sns
+            .fetched
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|u| u.starts_with("https://sns.us-east-1.amazonaws.com/")),
+        "nothing fetched from another host"
+    );
+    assert!(
+        entries(&db).await.is_empty(),
+        "refused requests write nothing"
+    );
+
+    // Genuine: a v1 hard bounce and a v2 complaint; a soft bounce suppresses nothing.
+    let bounce = s.sns(
+        "Notification",
+        &ses_bounce("Ann@Example.com", "Permanent"),
+        "1",
+    );
+    let (code, body) = post(&sns, serde_json::to_vec(&bounce).unwrap(), &[]).await;
+    assert_eq!(code, 200, "{body}");
+    let complaint = json!({
+        "eventType": "Complaint",
+        "complaint": { "complainedRecipients": [{ "emailAddress": "carol@example.com" }], "complaintFeedbackType": "abuse" },
+        "mail": { "headers": [{ "name": "Message-ID", "value": "<x@example.com>" }] },
+    });
+    let complaint = s.sns("Notification", &complaint.to_string(), "2");
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&complaint).unwrap(), &[])
+            .await
+            .0,
+        200
+    );
+    let soft = s.sns(
+        "Notification",
+        &ses_bounce("dave@example.com", "Transient"),
+        "2",
+    );
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&soft).unwrap(), &[]).await.0,
+        200
+    );
+    let listed = entries(&db).await;
+    let ann = listed
+        .iter()
+        .find(|e| e.address == "ann@example.com")
+        .expect("ann suppressed");
+    assert_eq!(
+        (ann.reason, &ann.scope),
+        (SuppressionReason::HardBounce, &SuppressionScope::All)
+    );
+    assert_eq!(
+        ann.source.as_deref(),
+        Some(format!("ses hard_bounce of message {OUR_ID}").as_str())
+    );
+    let carol = listed
+        .iter()
+        .find(|e| e.address == "carol@example.com")
+        .expect("carol suppressed");
+    assert_eq!(carol.reason, SuppressionReason::Complaint);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+
+    // The bounced address gets no more mail: the next enqueue is recorded as suppressed.
+    let email = outbox::smtp::Email::builder()
+        .from("shop@example.com")
+        .to("ann@example.com")
+        .subject("Receipt")
+        .text("Thanks")
+        .build()
+        .unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let _ = email.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let counts = Admin::new(db.backend()).status_counts().await.unwrap();
+    assert_eq!(
+        counts
+            .iter()
+            .find(|c| c.type_tag == "outbox.email")
+            .unwrap()
+            .suppressed,
+        1
+    );
+
+    // SNS sends the same notification again: applied once (a removed entry stays removed).
+    let admin = Admin::new(db.backend());
+    assert!(admin
+        .suppressions()
+        .remove("ann@example.com", &SuppressionScope::All)
+        .await
+        .unwrap());
+    assert_eq!(
+        post(&sns, serde_json::to_vec(&bounce).unwrap(), &[])
+            .await
+            .0,
+        200
+    );
+    assert!(entries(&db)
+        .await
+        .iter()
+        .all(|e| e.address != "ann@example.com"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sendgrid_mailgun_and_postmark_events_are_verified_and_applied() {
+    let s = Setup::new();
+    let db = TestDb::new().await;
+    let url = s.serve(&db).await;
+
+    // SendGrid: ECDSA P-256 over timestamp + body.
+    let body = serde_json::to_vec(&json!([
+        { "email": "erin@example.com", "event": "bounce", "type": "bounce", "sg_event_id": "sg-1",
+          "smtp-id": format!("<{OUR_ID}@example.com>"), "timestamp": 1_795_000_000, "reason": "550 5.1.1" },
+        { "email": "erin@example.com", "event": "delivered", "sg_event_id": "sg-0", "timestamp": 1_795_000_000 },
+    ]))
+    .unwrap();
+    let ts = "1795000000".to_owned();
+    let sig = s.sendgrid_signature(&ts, &body);
+    let headers = |sig: &str| {
+        vec![
+            ("X-Twilio-Email-Event-Webhook-Signature", sig.to_owned()),
+            ("X-Twilio-Email-Event-Webhook-Timestamp", ts.clone()),
+        ]
+    };
+    let mut tampered = body.clone();
+    tampered[10] ^= 1;
+    assert_eq!(
+        post(&format!("{url}/sendgrid"), tampered, &headers(&sig))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        post(
+            &format!("{url}/sendgrid"),
+            body.clone(),
+            &headers("bm90IGEgc2ln")
+        )
+        .await
+        .0,
+        401
+    );
+    assert!(entries(&db).await.is_empty());
+    let (code, text) = post(&format!("{url}/sendgrid"), body, &headers(&sig)).await;
+    assert_eq!(code, 200, "{text}");
+    assert!(entries(&db)
+        .await
+        .iter()
+        .any(|e| e.address == "erin@example.com" && e.reason == SuppressionReason::HardBounce));
+
+    // Mailgun: HMAC-SHA256 of timestamp + token; a token used once; a stale timestamp refused.
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let complained = json!({
+        "event": "complained", "recipient": "frank@example.com", "id": "mg-1", "timestamp": now as f64,
+        "message": { "headers": { "message-id": format!("{OUR_ID}@example.com") } },
+    });
+    let mailgun = format!("{url}/mailgun");
+    let body = mailgun_body(s.dir.path(), now, "token-1", complained.clone());
+    let mut forged: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    forged["signature"]["token"] = "token-2".into();
+    assert_eq!(
+        post(&mailgun, serde_json::to_vec(&forged).unwrap(), &[])
+            .await
+            .0,
+        401
+    );
+    let stale = mailgun_body(s.dir.path(), now - 10 * 3600, "token-3", complained.clone());
+    assert_eq!(post(&mailgun, stale, &[]).await.0, 403);
+    assert!(entries(&db)
+        .await
+        .iter()
+        .all(|e| e.address != "frank@example.com"));
+    assert_eq!(post(&mailgun, body.clone(), &[]).await.0, 200);
+    assert!(entries(&db)
+        .await
+        .iter()
+        .any(|e| e.address == "frank@example.com" && e.reason == SuppressionReason::Complaint));
+    assert_eq!(post(&mailgun, body, &[]).await.0, 406, "a replayed token");
+
+    // Postmark: basic authentication.
+    let record = serde_json::to_vec(&json!({
+        "RecordType": "Bounce", "ID": 42, "Type": "HardBounce", "Email": "gina@example.com",
+        "BouncedAt": "2026-11-24T10:00:00Z", "Description": "The server was unable to deliver your message",
+    }))
+    .unwrap();
+    let auth = |password: &str| {
+        vec![(
+            "Authorization",
+            format!("Basic {}", b64(format!("postmark:{password}").as_bytes())),
+        )]
+    };
+    assert_eq!(
+        post(&format!("{url}/postmark"), record.clone(), &auth("wrong"))
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        post(&format!("{url}/postmark"), record.clone(), &[])
+            .await
+            .0,
+        401
+    );
+    assert!(entries(&db)
+        .await
+        .iter()
+        .all(|e| e.address != "gina@example.com"));
+    assert_eq!(
+        post(&format!("{url}/postmark"), record, &auth("hook-password"))
+            .await
+            .0,
+        200
+    );
+    assert!(entries(&db)
+        .await
+        .iter()
+        .any(|e| e.address == "gina@example.com"));
+    assert_eq!(entries(&db).await.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounce_report_fed_in_as_mail_suppresses_the_address_once() {
+    let db = TestDb::new().await;
+    let raw = format!(
+        "From: MAILER-DAEMON@mx.example.net\r\nMessage-ID: <dsn-7@mx.example.net>\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\"b\"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nUndeliverable.\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.net\r\n\r\nFinal-Recipient: rfc822; hank@example.net\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 unknown\r\n\r\n--b\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <{OUR_ID}@example.com>\r\n\r\n--b--\r\n"
+    );
+    let events = dsn::events(raw.as_bytes()).unwrap();
+    assert_eq!(events[0].outbox_id.as_deref(), Some(OUR_ID));
+    let suppressions = Admin::new(db.backend()).suppressions();
+    let policy = EventPolicy::default();
+    assert_eq!(
+        apply_events(&suppressions, &policy, &events).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        apply_events(&suppressions, &policy, &events).await.unwrap(),
+        0,
+        "once"
+    );
+    let listed = entries(&db).await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].address.as_str(), listed[0].reason),
+        ("hank@example.net", SuppressionReason::HardBounce)
+    );
+}
+
+/// The HTTPS fetcher SNS certificates come through: it reads a body from a server whose
+/// certificate it trusts, and refuses one it does not (a server on loopback with a test CA).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_https_fetcher_checks_the_servers_certificate() {
+    use outbox::web::HttpsFetch;
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let ca = smtp_sink::TestCa::new();
+    let acceptor = tokio_rustls::TlsAcceptor::from(ca.server.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = [0u8; 4096];
+                let _ = tls.read(&mut buf).await;
+                let _ = tls
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\n-----CERT---")
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    let url = url::Url::parse(&format!("https://localhost:{port}/cert.pem")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let trusted = HttpsFetch::with_roots(roots).unwrap();
+    assert_eq!(trusted.get(&url).await.unwrap(), b"-----CERT---");
+    let public_roots = HttpsFetch::new().unwrap();
+    let refused = public_roots.get(&url).await.unwrap_err();
+    assert!(refused.contains("TLS"), "{refused}");
+}
