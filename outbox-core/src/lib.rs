@@ -25,6 +25,7 @@ mod message;
 mod outbox;
 #[cfg(feature = "porttest")]
 pub mod porttest;
+mod shaping;
 pub mod store;
 mod suppression;
 #[cfg(feature = "testing")]
@@ -35,8 +36,8 @@ mod worker;
 pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
-    MinuteOutcomes, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
-    SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
+    MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
+    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
     MAX_SUPPRESSION_PAGE,
 };
 pub use counters::names as metric_names;
@@ -65,6 +66,10 @@ pub use message::{
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
 pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
+pub use shaping::{
+    domain_of, provider_rules, MxLookup, ProviderSite, RuleAction, Shaping, ShapingRule, SiteLimit,
+    SiteState, PROVIDER_SITES,
+};
 pub use store::Retention;
 pub use transaction::{
     retry_transaction, retry_transaction_with, RetryableError, TransactionRetry,

@@ -5,6 +5,7 @@
 mod dead_letters;
 mod groups;
 mod messages;
+mod shaping;
 mod suppressions;
 
 use std::{
@@ -21,6 +22,7 @@ pub use crate::store::{
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
+pub use shaping::ShapingAdmin;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
 
 use crate::{
@@ -60,6 +62,11 @@ impl<B: Backend> Admin<B> {
     /// The groups (campaigns): progress, pause, resume, cancel, completion hook.
     pub fn groups(&self) -> Groups<B> {
         Groups::new(self.backend.clone(), Arc::clone(&self.clock))
+    }
+
+    /// Traffic shaping: the sites and the reply rules.
+    pub fn shaping(&self) -> ShapingAdmin<B> {
+        ShapingAdmin::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// The suppression list: list, add, remove, and the messages it stopped.

@@ -2,7 +2,7 @@
 //! the value type they share). From the outside in:
 //!
 //! ```text
-//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ Breaker ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ Breaker ▶ Shaping ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
 //! * [`dead_letter`] logs given-up messages;
@@ -12,6 +12,8 @@
 //!   that its own `validate` refuses (rate-limited types only);
 //! * [`orphan`] completes messages whose subject is gone, without the handler;
 //! * [`breaker`] holds the worker while its downstream is down, but for one probe;
+//! * [`shaping`] sends a message only when its recipient's site has room, and turns
+//!   "too fast" replies into deferrals that slow or suspend the site;
 //! * [`rate_limit`] takes a token from a bucket shared through the database.
 //!
 //! The layers decide; none of them writes the message's row. Their decisions travel up as
@@ -28,6 +30,7 @@ pub mod pause;
 pub mod precheck;
 pub mod rate_limit;
 pub mod retry;
+pub mod shaping;
 
 use tower::{
     layer::util::Identity,
@@ -45,6 +48,7 @@ use pause::{PauseLayer, PauseService};
 use precheck::{PrecheckLayer, PrecheckService};
 use rate_limit::{RateLimitLayer, RateLimitService};
 use retry::{RetryLayer, RetryService};
+use shaping::{ShapingLayer, ShapingService};
 
 /// The full stack of one message type's worker.
 #[derive(Clone)]
@@ -56,13 +60,14 @@ pub struct OutboxLayers {
     precheck: Option<PrecheckLayer>,
     orphan: Option<OrphanLayer>,
     breaker: Option<BreakerLayer>,
+    shaping: Option<ShapingLayer>,
     rate_limit: Option<RateLimitLayer>,
 }
 
 impl OutboxLayers {
     /// The stack from the outside in: `dead_letter`, `retry`, `pause`, at most
     /// `concurrency` calls in flight, then the optional `precheck`, `orphan` check,
-    /// `breaker` and `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the
+    /// `breaker`, `shaping` and `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the
     /// options are registered.
     pub fn new(
         dead_letter: DeadLetterLayer,
@@ -70,10 +75,14 @@ impl OutboxLayers {
         pause: PauseLayer,
         concurrency: usize,
         checks: (Option<PrecheckLayer>, Option<OrphanLayer>),
-        limits: (Option<BreakerLayer>, Option<RateLimitLayer>),
+        limits: (
+            Option<BreakerLayer>,
+            Option<ShapingLayer>,
+            Option<RateLimitLayer>,
+        ),
     ) -> Self {
         let (precheck, orphan) = checks;
-        let (breaker, rate_limit) = limits;
+        let (breaker, shaping, rate_limit) = limits;
         Self {
             dead_letter,
             retry,
@@ -82,6 +91,7 @@ impl OutboxLayers {
             precheck,
             orphan,
             breaker,
+            shaping,
             rate_limit,
         }
     }
@@ -90,8 +100,11 @@ impl OutboxLayers {
 /// What the optional rate limit leaves around `S`.
 type MaybeRateLimited<S> = Either<RateLimitService<S>, S>;
 
+/// What the optional shaping leaves around `S`.
+type MaybeShaped<S> = Either<ShapingService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
+
 /// What the optional breaker leaves around `S`.
-type MaybeGuarded<S> = Either<BreakerService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
+type MaybeGuarded<S> = Either<BreakerService<MaybeShaped<S>>, MaybeShaped<S>>;
 
 /// What the optional orphan check leaves around `S`.
 type MaybeOrphanChecked<S> = Either<OrphanService<MaybeGuarded<S>>, MaybeGuarded<S>>;
@@ -111,9 +124,13 @@ impl<S> Layer<S> for OutboxLayers {
             Some(l) => Either::Left(l.layer(inner)),
             None => Either::Right(Identity::new().layer(inner)),
         };
-        let guarded = match &self.breaker {
+        let shaped = match &self.shaping {
             Some(l) => Either::Left(l.layer(limited)),
             None => Either::Right(limited),
+        };
+        let guarded = match &self.breaker {
+            Some(l) => Either::Left(l.layer(shaped)),
+            None => Either::Right(shaped),
         };
         let checked = match &self.orphan {
             Some(l) => Either::Left(l.layer(guarded)),

@@ -87,6 +87,19 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         self
     }
 
+    /// Shapes mail per receiving site (a recipient domain, or the domains of one
+    /// provider): a token bucket and a cap on messages in flight per site, shared by every
+    /// process, and rules that slow or suspend a site when its replies say "too fast"
+    /// ([`Shaping`](crate::Shaping); [`Shaping::providers`](crate::Shaping::providers) has the
+    /// shipped defaults for the large providers). Applies to the types that name their
+    /// recipient ([`OutboxMessage::recipient`]); the sites' limits and the rules are written
+    /// to the database when the outbox starts.
+    pub fn shaping(mut self, shaping: crate::shaping::Shaping) -> Self {
+        self.problems.extend(shaping.problems().iter().cloned());
+        self.shaping = Some(shaping);
+        self
+    }
+
     /// Defines (or redefines) the shared rate bucket `name`; it is written to the
     /// database when the outbox starts. Types use it through [`QueueOptions::rate_limit`](super::QueueOptions::rate_limit).
     pub fn rate_limit(mut self, name: &str, limit: RateLimit) -> Self {

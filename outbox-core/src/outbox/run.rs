@@ -20,6 +20,7 @@ use crate::{
         precheck::PrecheckLayer,
         rate_limit::RateLimitLayer,
         retry::RetryLayer,
+        shaping::{Shaper, ShapingLayer},
         OutboxLayers,
     },
     store::{Backend, Retention, UnregisteredType},
@@ -147,6 +148,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 self.idle_poll.0, self.idle_poll.1
             )));
         }
+        if let Some(shaping) = &self.shaping {
+            let now = self.clock.now();
+            self.backend.configure_sites(shaping.sites(), now).await?;
+            self.backend.put_rules(shaping.rules()).await?;
+        }
         let now = self.clock.database_now();
         for (name, limit) in &self.buckets {
             self.backend.set_bucket(name, *limit, now).await?;
@@ -195,6 +201,14 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         // Start paused types and groups paused, and behind the open breakers: read them
         // once before any worker runs.
         steer.read_once(&self.backend, self.clock.as_ref()).await;
+        // One shaper per process: every type's workers share its sites, rules and MX cache.
+        let shaper = self.shaping.as_ref().map(|config| {
+            Arc::new(Shaper::new(
+                config.clone(),
+                Arc::new(self.backend.clone()),
+                Arc::clone(&self.clock),
+            ))
+        });
         let workers = self
             .registrations
             .iter()
@@ -224,6 +238,16 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                                 Arc::clone(&steer.owner),
                             )
                         }),
+                        shaper
+                            .as_ref()
+                            .zip(r.recipient_of)
+                            .map(|(shaper, recipient_of)| {
+                                ShapingLayer::new(
+                                    Arc::clone(shaper),
+                                    recipient_of,
+                                    self.settings_of(r).lease,
+                                )
+                            }),
                         r.options.bucket().map(|bucket| {
                             RateLimitLayer::new(
                                 r.queue,

@@ -61,6 +61,7 @@ pub mod lease;
 pub mod live;
 pub mod prune;
 pub mod settle;
+pub mod shaping;
 pub mod suppressions;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -163,6 +164,11 @@ macro_rules! port_suite {
             suppressions::the_check_finds_the_entry_in_force,
             suppressions::a_suppressed_settlement_is_kept_counted_and_pruned,
             suppressions::a_token_is_used_once,
+            shaping::sites_are_configured_and_listed,
+            shaping::a_site_spends_tokens_and_caps_messages_in_flight,
+            shaping::rule_matches_are_counted_in_their_window,
+            shaping::slowing_and_suspending_change_the_grants,
+            shaping::rules_are_stored_replaced_and_removed,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {

@@ -35,6 +35,7 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
+pub use crate::shaping::{RuleAction, ShapingRule, SiteDecision, SiteLimit, SiteState};
 pub use crate::suppression::{
     normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
     SuppressionProbe, SuppressionReason, SuppressionScope, MAX_SCOPE_NAME_LEN,
@@ -468,6 +469,63 @@ pub trait SuppressionStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, Error>>;
 }
 
+/// Per-domain traffic shaping: the sites' limits and state, the slots of messages in flight,
+/// the reply rules and their recent matches. Times are the workers' clocks.
+pub trait ShapingStore: Send + Sync + 'static {
+    /// Writes the configured limits of `sites` in one transaction; a site configured before
+    /// but not now loses its limits (what rules did to it stays).
+    fn configure_sites<'a>(
+        &'a self,
+        sites: &'a [(String, SiteLimit)],
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Every site with a row, with its live slots at `now`, by name.
+    fn sites(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
+    /// Asks `site` for one more message at `now`, in one transaction on its locked row
+    /// ([`SiteState::decide`]); a grant spends its token and, when the site caps messages
+    /// in flight, takes a slot held by `holder` until it is released or `now + lease`.
+    /// `None` when the site has no row.
+    fn take_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+        now: SystemTime,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>>;
+    /// Frees the slot `holder` took at `site` (nothing if it took none).
+    fn release_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Records a match of rule `rule` at `site` at `now`; returns the matches within
+    /// `window` before `now`, this one included (older ones are forgotten).
+    fn record_hit<'a>(
+        &'a self,
+        site: &'a str,
+        rule: &'a str,
+        now: SystemTime,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<u32, Error>>;
+    /// Slows or suspends `site` from `now` as `action` says, saying why in `reason`
+    /// (creating its row when it has none). A bounce changes nothing.
+    fn act_on_site<'a>(
+        &'a self,
+        site: &'a str,
+        action: &'a RuleAction,
+        reason: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Ends the slowdown and suspension of `site`; false when it has no row.
+    fn resume_site<'a>(&'a self, site: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Every stored rule, by name; a row that does not read as a rule is an error naming it.
+    fn shaping_rules(&self) -> BoxFuture<'_, Result<Vec<Result<ShapingRule, String>>, Error>>;
+    /// Adds or replaces `rules` (by name) in one transaction.
+    fn put_rules<'a>(&'a self, rules: &'a [ShapingRule]) -> BoxFuture<'a, Result<(), Error>>;
+    /// Removes the rule `name`; false when there was none.
+    fn remove_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
+}
+
 /// Counts per type and status, and the history of what the workers did.
 pub trait StatsStore: Send + Sync + 'static {
     /// Message counts per type, at time `now` (which messages are due).
@@ -496,6 +554,7 @@ pub trait Backend:
     + StatsStore
     + BreakerStore
     + SuppressionStore
+    + ShapingStore
     + Clone
     + Send
     + Sync

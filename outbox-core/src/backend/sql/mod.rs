@@ -16,6 +16,7 @@
 mod breakers;
 pub(crate) mod enqueue;
 pub(crate) mod rows;
+mod shaping;
 mod suppressions;
 
 use std::{
@@ -312,6 +313,44 @@ pub struct Queries {
     pub token_use: &'static str,
     /// Forgets old used tokens of one kind.
     pub tokens_forget: &'static str,
+    /// Writes a configured site's limits.
+    pub site_configure: &'static str,
+    /// Drops every site's configured limits.
+    pub sites_unconfigure: &'static str,
+    /// One site's row, locked.
+    pub site_lock: &'static str,
+    /// Frees a site's expired slots.
+    pub site_slots_expire: &'static str,
+    /// A site's messages in flight.
+    pub site_slots_count: &'static str,
+    /// A site's tokens after a grant.
+    pub site_spend: &'static str,
+    /// Takes a slot of a site.
+    pub site_slot_take: &'static str,
+    /// Frees a slot of a site.
+    pub site_slot_release: &'static str,
+    /// Every site with its live slots.
+    pub sites_list: &'static str,
+    /// A row for a site a rule acts on.
+    pub site_ensure: &'static str,
+    /// A rule slows a site.
+    pub site_slow: &'static str,
+    /// A rule suspends a site.
+    pub site_suspend: &'static str,
+    /// Ends a site's slowdown and suspension.
+    pub site_resume: &'static str,
+    /// Records a rule's match.
+    pub site_hit: &'static str,
+    /// Forgets a rule's old matches.
+    pub site_hits_forget: &'static str,
+    /// Counts a rule's recent matches.
+    pub site_hits_count: &'static str,
+    /// Adds or replaces a shaping rule.
+    pub rule_put: &'static str,
+    /// Removes a shaping rule.
+    pub rule_remove: &'static str,
+    /// Every shaping rule.
+    pub rules_list: &'static str,
 }
 
 /// What a SQL database tells the shared store. Public only inside the crate's private

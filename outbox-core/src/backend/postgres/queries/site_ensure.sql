@@ -1,0 +1,4 @@
+-- A row for a site a rule acts on (no limits of its own). ? site, ? now (unix s)
+INSERT INTO outbox_sites (site, per_second, burst, max_concurrent, tokens, updated_at, configured)
+VALUES ($1, NULL, 1, NULL, 1, $2, 0)
+ON CONFLICT (site) DO NOTHING

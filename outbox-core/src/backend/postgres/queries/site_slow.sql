@@ -1,0 +1,5 @@
+-- A rule slows a site: its rate until a time, starting without a token.
+-- ? slow_per_second, ? slowed_until, ? reason, ? now, ? site (times in unix s)
+UPDATE outbox_sites
+SET slow_per_second = $1, slowed_until = $2, reason = $3, tokens = 0, updated_at = $4
+WHERE site = $5

@@ -1,0 +1,298 @@
+//! Traffic shaping in the shared SQL store: a site's grant is decided on its locked row
+//! (the pure [`SiteState::decide`]), so processes asking at once take turns and never
+//! overspend its tokens or its slots.
+
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+
+use super::{from_unix_secs, transient_retries, unix_secs, write, Arg, Dialect, SqlRow};
+use crate::{
+    error::Error,
+    store::{RuleAction, ShapingRule, ShapingStore, SiteDecision, SiteLimit, SiteState},
+};
+
+impl<D: Dialect> ShapingStore for D {
+    fn configure_sites<'a>(
+        &'a self,
+        sites: &'a [(String, SiteLimit)],
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let now = unix_secs(now);
+            let args: Vec<[Arg<'_>; 6]> = sites
+                .iter()
+                .map(|(site, limit)| {
+                    [
+                        Arg::Text(site),
+                        Arg::OptReal(limit.per_second),
+                        Arg::Real(limit.burst),
+                        Arg::OptInt(limit.max_concurrent.map(i64::from)),
+                        Arg::Real(limit.burst),
+                        Arg::Real(now),
+                    ]
+                })
+                .collect();
+            let mut statements = vec![(q.sites_unconfigure, &[][..])];
+            statements.extend(args.iter().map(|a| (q.site_configure, &a[..])));
+            write(self, &statements).await?;
+            Ok(())
+        })
+    }
+
+    fn sites(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Real(unix_secs(now))];
+            let rows = self.fetch(None, self.queries().sites_list, &args).await?;
+            let sites = rows.iter().map(|r| {
+                let mut s = site_state(r)?;
+                s.in_flight = u32::try_from(r.int(11)?.max(0)).unwrap_or(u32::MAX);
+                Ok(s)
+            });
+            Ok(sites.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn take_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+        now: SystemTime,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let secs = unix_secs(now);
+            transient_retries::<D, _, _, _>(|| async move {
+                let mut tx = self.begin_write().await?;
+                let rows = self
+                    .fetch(Some(&mut tx), q.site_lock, &[Arg::Text(site)])
+                    .await?;
+                let Some(row) = rows.first() else {
+                    D::rollback(tx).await?;
+                    return Ok(None);
+                };
+                let state = site_state(row)?;
+                let mut in_flight = 0;
+                if state.limit.max_concurrent.is_some() {
+                    let expire = [Arg::Text(site), Arg::Real(secs)];
+                    self.execute(Some(&mut tx), q.site_slots_expire, &expire)
+                        .await?;
+                    let count = self
+                        .fetch(Some(&mut tx), q.site_slots_count, &[Arg::Text(site)])
+                        .await?;
+                    let live = count.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
+                    in_flight = u32::try_from(live.max(0)).unwrap_or(u32::MAX);
+                }
+                let decision = state.decide(now, in_flight);
+                let SiteDecision::Granted { tokens, slot } = decision else {
+                    D::commit(tx).await?;
+                    return Ok(Some(decision));
+                };
+                if state.rate_at(now).is_some() {
+                    let as_of = unix_secs(now.max(state.updated_at));
+                    let spend = [Arg::Real(tokens), Arg::Real(as_of), Arg::Text(site)];
+                    self.execute(Some(&mut tx), q.site_spend, &spend).await?;
+                }
+                if slot {
+                    let until = secs + lease.as_secs_f64();
+                    let take = [Arg::Text(site), Arg::Text(holder), Arg::Real(until)];
+                    self.execute(Some(&mut tx), q.site_slot_take, &take).await?;
+                }
+                D::commit(tx).await?;
+                Ok(Some(decision))
+            })
+            .await
+        })
+    }
+
+    fn release_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(site), Arg::Text(holder)];
+            write(self, &[(self.queries().site_slot_release, &args)]).await?;
+            Ok(())
+        })
+    }
+
+    fn record_hit<'a>(
+        &'a self,
+        site: &'a str,
+        rule: &'a str,
+        now: SystemTime,
+        window: Duration,
+    ) -> BoxFuture<'a, Result<u32, Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let now = unix_secs(now);
+            let since = now - window.as_secs_f64();
+            let hit = [Arg::Text(site), Arg::Text(rule), Arg::Real(now)];
+            let forget = [Arg::Text(site), Arg::Text(rule), Arg::Real(since)];
+            write(self, &[(q.site_hit, &hit), (q.site_hits_forget, &forget)]).await?;
+            let rows = self.fetch(None, q.site_hits_count, &forget).await?;
+            let count = rows.first().map(|r| r.int(0)).transpose()?.unwrap_or(1);
+            Ok(u32::try_from(count.max(1)).unwrap_or(u32::MAX))
+        })
+    }
+
+    fn act_on_site<'a>(
+        &'a self,
+        site: &'a str,
+        action: &'a RuleAction,
+        reason: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let secs = unix_secs(now);
+            let ensure = [Arg::Text(site), Arg::Real(secs)];
+            match *action {
+                RuleAction::Slow {
+                    per_second,
+                    duration,
+                } => {
+                    let slow = [
+                        Arg::Real(per_second),
+                        Arg::Real(secs + duration.as_secs_f64()),
+                        Arg::Text(reason),
+                        Arg::Real(secs),
+                        Arg::Text(site),
+                    ];
+                    write(self, &[(q.site_ensure, &ensure), (q.site_slow, &slow)]).await?;
+                }
+                RuleAction::Suspend { duration } => {
+                    let suspend = [
+                        Arg::Real(secs + duration.as_secs_f64()),
+                        Arg::Text(reason),
+                        Arg::Text(site),
+                    ];
+                    let statements = [(q.site_ensure, &ensure[..]), (q.site_suspend, &suspend)];
+                    write(self, &statements).await?;
+                }
+                RuleAction::Bounce => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn resume_site<'a>(&'a self, site: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(site)];
+            let q = self.queries();
+            let rows = self.fetch(None, q.site_lock, &args).await?;
+            if rows.is_empty() {
+                return Ok(false);
+            }
+            write(self, &[(q.site_resume, &args)]).await?;
+            Ok(true)
+        })
+    }
+
+    fn shaping_rules(&self) -> BoxFuture<'_, Result<Vec<Result<ShapingRule, String>>, Error>> {
+        Box::pin(async move {
+            let rows = self.fetch(None, self.queries().rules_list, &[]).await?;
+            let rules = rows.iter().map(|r| {
+                let name = r.text(0)?;
+                let secs = |i| -> Result<Option<Duration>, sqlx::Error> {
+                    Ok(r.opt_real(i)?
+                        .and_then(|s| Duration::try_from_secs_f64(s.max(0.0)).ok()))
+                };
+                let duration = secs(5)?.unwrap_or_default();
+                let action = match r.text(3)?.as_str() {
+                    "slow" => RuleAction::Slow {
+                        per_second: r.opt_real(4)?.unwrap_or(0.0),
+                        duration,
+                    },
+                    "suspend" => RuleAction::Suspend { duration },
+                    "bounce" => RuleAction::Bounce,
+                    other => {
+                        return Ok(Err(format!(
+                            "rule `{name}`: unknown action {other:?} (slow, suspend or bounce)"
+                        )))
+                    }
+                };
+                let rule = ShapingRule {
+                    name,
+                    site: r.opt_text(1)?,
+                    pattern: r.text(2)?,
+                    action,
+                    threshold: u32::try_from(r.int(6)?.max(0)).unwrap_or(u32::MAX),
+                    window: secs(7)?.unwrap_or_default(),
+                };
+                Ok(rule.check().map(|()| rule))
+            });
+            Ok(rules.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn put_rules<'a>(&'a self, rules: &'a [ShapingRule]) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let args: Vec<[Arg<'_>; 8]> = rules
+                .iter()
+                .map(|r| {
+                    let (per_second, duration) = match r.action {
+                        RuleAction::Slow {
+                            per_second,
+                            duration,
+                        } => (Some(per_second), Some(duration.as_secs_f64())),
+                        RuleAction::Suspend { duration } => (None, Some(duration.as_secs_f64())),
+                        RuleAction::Bounce => (None, None),
+                    };
+                    [
+                        Arg::Text(&r.name),
+                        Arg::OptText(r.site.as_deref()),
+                        Arg::Text(&r.pattern),
+                        Arg::Text(r.action.kind()),
+                        Arg::OptReal(per_second),
+                        Arg::OptReal(duration),
+                        Arg::Int(i64::from(r.threshold)),
+                        Arg::Real(r.window.as_secs_f64()),
+                    ]
+                })
+                .collect();
+            let statements: Vec<_> = args.iter().map(|a| (q.rule_put, &a[..])).collect();
+            if !statements.is_empty() {
+                write(self, &statements).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn remove_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(async move {
+            let args = [Arg::Text(name)];
+            let changed = write(self, &[(self.queries().rule_remove, &args)]).await?;
+            Ok(changed[0] > 0)
+        })
+    }
+}
+
+/// A site's state from a row's columns 0..11: site, per_second, burst, max_concurrent,
+/// tokens, updated_at, slow_per_second, slowed_until, suspended_until, reason, configured.
+fn site_state<R: SqlRow>(r: &R) -> Result<SiteState, sqlx::Error> {
+    let time =
+        |i| -> Result<Option<SystemTime>, sqlx::Error> { Ok(r.opt_real(i)?.map(from_unix_secs)) };
+    Ok(SiteState {
+        site: r.text(0)?,
+        limit: SiteLimit {
+            per_second: r.opt_real(1)?,
+            burst: r.real(2)?.max(1.0),
+            max_concurrent: r
+                .opt_int(3)?
+                .map(|n| u32::try_from(n.max(1)).unwrap_or(u32::MAX)),
+        },
+        tokens: r.real(4)?,
+        updated_at: from_unix_secs(r.real(5)?),
+        slow_per_second: r.opt_real(6)?,
+        slowed_until: time(7)?,
+        suspended_until: time(8)?,
+        reason: r.opt_text(9)?,
+        configured: r.int(10)? != 0,
+        in_flight: 0,
+    })
+}

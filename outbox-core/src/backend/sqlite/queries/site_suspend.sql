@@ -1,0 +1,2 @@
+-- A rule suspends a site until a time. ? suspended_until (unix s), ? reason, ? site
+UPDATE outbox_sites SET suspended_until = ?, reason = ? WHERE site = ?

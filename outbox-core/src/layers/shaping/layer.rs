@@ -1,0 +1,40 @@
+//! The layer that asks a message's receiving site before it is sent.
+
+use std::{sync::Arc, time::Duration};
+
+use tower::Layer;
+
+use super::{Shaper, ShapingService};
+use crate::worker::RecipientOf;
+
+/// Adds [`ShapingService`] around a service.
+#[derive(Clone)]
+pub struct ShapingLayer {
+    pub(super) shaper: Arc<Shaper>,
+    pub(super) recipient_of: RecipientOf,
+    pub(super) lease: Duration,
+}
+
+impl ShapingLayer {
+    /// Shapes the messages whose recipient `recipient_of` reads, through the process's
+    /// `shaper`; a capped site's slot is held at most `lease` (the worker's lease). Cannot
+    /// fail.
+    pub(crate) fn new(shaper: Arc<Shaper>, recipient_of: RecipientOf, lease: Duration) -> Self {
+        Self {
+            shaper,
+            recipient_of,
+            lease,
+        }
+    }
+}
+
+impl<S> Layer<S> for ShapingLayer {
+    type Service = ShapingService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ShapingService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! Per-domain traffic shaping: mail to one receiving site (a recipient domain, or the
+//! domains one provider hosts) goes no faster than the site allows, and replies that say
+//! "too fast" slow or suspend that site instead of using attempts.
+//!
+//! For each message of a type that names its recipient
+//! ([`OutboxMessage::recipient`](crate::OutboxMessage::recipient)), the layer finds the
+//! recipient's site ([`Shaping`](crate::Shaping): a configured domain, an MX rollup, else the
+//! domain) and, when the site has limits or a rule acted on it, asks the site's row in
+//! `outbox_sites` for one more message — one transaction on the locked row, so every
+//! process shares the site's token bucket and its cap on messages in flight:
+//!
+//! * **granted**: the message is sent; a capped site's slot is freed when it ends (or when
+//!   its lease runs out, if the process died);
+//! * **not now**: the message is deferred — not an attempt — to when the site has room.
+//!   Messages deferred by one process are spread one token apart (at most 10 minutes
+//!   ahead), so a slowed site's backlog does not come back all at once; the worker goes on
+//!   with other sites' mail at once, nothing waits in a worker slot.
+//!
+//! When a message fails, its failure text (which holds the server's reply, code and
+//! enhanced status code) is matched against the rules ([`ShapingRule`](crate::ShapingRule),
+//! stored in `outbox_shaping_rules`, re-read every 5 s). A rule's match is counted for its
+//! site; at its threshold the rule's action is written to the site's row (slow it to a rate
+//! for a while, suspend it for a while) and every process follows within a second. A
+//! message whose reply matched a slow or suspend rule is deferred, not charged an attempt,
+//! and is never dead-lettered for it; a bounce rule at its threshold makes the failure
+//! permanent. Mail to sites without a row goes at full speed, with no database work.
+//!
+//! Failure modes: when the site's row cannot be read or written, the message is deferred
+//! by 5 s (nothing is sent past a limit that could not be checked); a rule's match that
+//! cannot be recorded still defers its message, and its action is tried again at the next
+//! match. Site times are the workers' clocks (NTP keeps them together).
+
+mod layer;
+mod service;
+mod shaper;
+
+pub use layer::ShapingLayer;
+pub use service::ShapingService;
+pub(crate) use shaper::Shaper;

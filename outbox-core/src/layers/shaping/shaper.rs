@@ -1,0 +1,382 @@
+//! The process's side of traffic shaping, shared by every worker: which site a domain
+//! belongs to (with its MX lookups cached), the sites' rows and the rules as last read, and
+//! where the next deferred message of each site goes.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant, SystemTime},
+};
+
+use crate::{
+    clock::{Clock, Due},
+    error::BoxError,
+    handler::HandlerErrorKind,
+    layers::{AttemptFailed, Completion, Deferred},
+    shaping::{RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
+    store::ShapingStore,
+};
+
+/// The sites' rows are read again after this long (when a message needs them).
+const SITES_TTL: Duration = Duration::from_secs(1);
+/// The rules are read again after this long (when a failure needs them).
+const RULES_TTL: Duration = Duration::from_secs(5);
+/// A domain's exchangers are looked up again after this long.
+const MX_TTL: Duration = Duration::from_secs(3600);
+/// A failed MX lookup is tried again after this long (the domain is its own site meanwhile).
+const MX_FAILED_TTL: Duration = Duration::from_secs(300);
+/// How long a message waits when its site could not be asked.
+const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
+/// Deferred messages of one site are spread at most this far ahead.
+const MAX_SPREAD: Duration = Duration::from_secs(600);
+/// The spacing of deferred messages of a site without a rate (a cap, a suspension).
+const MIN_SPACING: Duration = Duration::from_millis(20);
+
+/// A message allowed to its site; a capped site's slot is freed by [`Shaper::leave`].
+pub(crate) struct Ticket {
+    site: String,
+    holder: String,
+    slot: bool,
+}
+
+/// A value read from the database, and when.
+struct Cached<T> {
+    value: T,
+    read: Option<Instant>,
+}
+
+impl<T> Cached<T> {
+    fn fresh(&self, ttl: Duration) -> bool {
+        self.read.is_some_and(|at| at.elapsed() < ttl)
+    }
+}
+
+/// The process's shaping state.
+pub(crate) struct Shaper {
+    config: Shaping,
+    store: Arc<dyn ShapingStore>,
+    clock: Arc<dyn Clock>,
+    sites: tokio::sync::Mutex<Cached<HashMap<String, SiteState>>>,
+    rules: tokio::sync::Mutex<Cached<Arc<RuleBook>>>,
+    mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
+    next_free: Mutex<HashMap<String, SystemTime>>,
+}
+
+impl Shaper {
+    /// The shaping `config` over `store`, reading time from `clock`.
+    pub(crate) fn new(
+        config: Shaping,
+        store: Arc<dyn ShapingStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            config,
+            store,
+            clock,
+            sites: tokio::sync::Mutex::new(Cached {
+                value: HashMap::new(),
+                read: None,
+            }),
+            rules: tokio::sync::Mutex::new(Cached {
+                value: Arc::default(),
+                read: None,
+            }),
+            mx: Mutex::default(),
+            next_free: Mutex::default(),
+        }
+    }
+
+    /// The site of `domain`: a configured domain, else (with an MX lookup) its exchangers'
+    /// site, else the domain itself.
+    pub(crate) async fn site_of(&self, domain: &str) -> String {
+        if let Some(site) = self.config.static_site(domain) {
+            return site;
+        }
+        let Some(lookup) = self.config.mx.as_ref() else {
+            return domain.to_owned();
+        };
+        if let Some((site, at, ttl)) = self.mx_cache().get(domain) {
+            if at.elapsed() < *ttl {
+                return site.clone();
+            }
+        }
+        let (site, ttl) = match lookup.mx(domain).await {
+            Ok(hosts) => (
+                self.config
+                    .site_of_mx(&hosts)
+                    .unwrap_or_else(|| domain.to_owned()),
+                MX_TTL,
+            ),
+            Err(e) => {
+                tracing::debug!(domain, error = %e, "MX lookup failed; the domain is its own site for now");
+                (domain.to_owned(), MX_FAILED_TTL)
+            }
+        };
+        self.mx_cache()
+            .insert(domain.to_owned(), (site.clone(), Instant::now(), ttl));
+        site
+    }
+
+    fn mx_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant, Duration)>> {
+        self.mx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The row of `site` as last read (read again when older than [`SITES_TTL`]); `None`
+    /// when the site has none. A failed read keeps the last rows.
+    async fn site_row(&self, site: &str) -> Option<SiteState> {
+        let mut sites = self.sites.lock().await;
+        if !sites.fresh(SITES_TTL) {
+            match self.store.sites(self.clock.now()).await {
+                Ok(rows) => {
+                    sites.value = rows.into_iter().map(|s| (s.site.clone(), s)).collect();
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the shaping sites; using the last ones read")
+                }
+            }
+            sites.read = Some(Instant::now());
+        }
+        sites.value.get(site).cloned()
+    }
+
+    /// Asks `site` for one more message: `Ok(None)` when the site has nothing in force (no
+    /// database work), a ticket when granted, else the deferral to return.
+    pub(crate) async fn enter(
+        &self,
+        site: &str,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<Option<Ticket>, BoxError> {
+        let now = self.clock.now();
+        let Some(row) = self.site_row(site).await else {
+            return Ok(None);
+        };
+        let in_force = row.limit.per_second.is_some()
+            || row.limit.max_concurrent.is_some()
+            || row.slowed_at(now)
+            || row.suspended_at(now);
+        if !in_force {
+            return Ok(None);
+        }
+        match self.store.take_site(site, holder, now, lease).await {
+            Ok(None) => Ok(None),
+            Ok(Some(SiteDecision::Granted { slot, .. })) => Ok(Some(Ticket {
+                site: site.to_owned(),
+                holder: holder.to_owned(),
+                slot,
+            })),
+            Ok(Some(SiteDecision::Wait { wait, why })) => {
+                let due = self.spread(site, now, wait, spacing(&row, now));
+                Err(deferred(due, why))
+            }
+            Err(e) => Err(deferred(
+                now + STORE_ERROR_DEFER,
+                format!("cannot ask site `{site}` for room: {e}"),
+            )),
+        }
+    }
+
+    /// The message of `ticket` ended: its slot (if any) is free.
+    pub(crate) async fn leave(&self, ticket: Ticket) {
+        if !ticket.slot {
+            return;
+        }
+        if let Err(e) = self.store.release_site(&ticket.site, &ticket.holder).await {
+            tracing::debug!(
+                site = %ticket.site, error = %e,
+                "cannot free a shaping slot; it frees itself when its lease runs out"
+            );
+        }
+    }
+
+    /// Lets the rules see a failed attempt to `site`: a matching slow or suspend rule
+    /// defers the message (not an attempt) and, at its threshold, acts on the site; a bounce
+    /// rule at its threshold makes the failure permanent.
+    pub(crate) async fn after(
+        &self,
+        site: &str,
+        result: Result<Completion, BoxError>,
+    ) -> Result<Completion, BoxError> {
+        let error = match result {
+            Ok(done) => return Ok(done),
+            Err(error) => error,
+        };
+        let Some(failed) = error.downcast_ref::<AttemptFailed>() else {
+            return Err(error);
+        };
+        if !failed.from_handler {
+            return Err(error);
+        }
+        let book = self.rules().await;
+        let Some(rule) = book.find(site, &failed.reason) else {
+            return Err(error);
+        };
+        let now = self.clock.now();
+        let hits = match self
+            .store
+            .record_hit(site, &rule.name, now, rule.window)
+            .await
+        {
+            Ok(hits) => hits,
+            Err(e) => {
+                tracing::warn!(site, rule = %rule.name, error = %e, "cannot record a shaping rule's match");
+                0
+            }
+        };
+        let reached = hits >= rule.threshold;
+        if reached && rule.action != RuleAction::Bounce {
+            let reason = format!("rule `{}`: {}", rule.name, excerpt(&failed.reason));
+            match self
+                .store
+                .act_on_site(site, &rule.action, &reason, now)
+                .await
+            {
+                Ok(()) => {
+                    tracing::warn!(
+                        site, rule = %rule.name, action = %rule.action, hits,
+                        reply = %excerpt(&failed.reason),
+                        "the receiving site says we send too fast; shaping it"
+                    );
+                    // Seen by this process at once, by the others within a second.
+                    self.sites.lock().await.read = None;
+                }
+                Err(e) => tracing::warn!(
+                    site, rule = %rule.name, error = %e,
+                    "cannot record a shaping rule's action; it is tried again at the next match"
+                ),
+            }
+        }
+        match rule.action {
+            RuleAction::Bounce if reached => Err(Box::new(AttemptFailed {
+                kind: HandlerErrorKind::Permanent,
+                reason: format!(
+                    "{} (bounced by shaping rule `{}`)",
+                    failed.reason, rule.name
+                ),
+                from_handler: true,
+            })),
+            RuleAction::Bounce => Err(error),
+            RuleAction::Slow { per_second, .. } => {
+                let gap = Duration::from_secs_f64(1.0 / per_second).max(MIN_SPACING);
+                let due = self.spread(site, now, gap, gap);
+                Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
+            }
+            RuleAction::Suspend { duration } => {
+                let wait = if reached {
+                    duration
+                } else {
+                    Duration::from_secs(1)
+                };
+                let due = self.spread(site, now, wait, MIN_SPACING);
+                Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
+            }
+        }
+    }
+
+    /// The rules as last read (read again when older than [`RULES_TTL`]; a failed read
+    /// keeps the last ones, and the configured ones until the first read).
+    async fn rules(&self) -> Arc<RuleBook> {
+        let mut rules = self.rules.lock().await;
+        if !rules.fresh(RULES_TTL) {
+            match self.store.shaping_rules().await {
+                Ok(stored) => {
+                    let (ok, bad): (Vec<_>, Vec<_>) = stored.into_iter().partition(Result::is_ok);
+                    let mut all: Vec<_> = ok.into_iter().filter_map(Result::ok).collect();
+                    all.sort_by(|a, b| a.name.cmp(&b.name));
+                    let (book, invalid) = RuleBook::new(all);
+                    for e in bad.into_iter().filter_map(Result::err).chain(invalid) {
+                        tracing::warn!("shaping rule skipped: {e}");
+                    }
+                    rules.value = Arc::new(book);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the shaping rules; using the last ones read");
+                    if rules.read.is_none() {
+                        rules.value = Arc::new(RuleBook::new(self.config.rules.clone()).0);
+                    }
+                }
+            }
+            rules.read = Some(Instant::now());
+        }
+        Arc::clone(&rules.value)
+    }
+
+    /// When the next message of `site` deferred at `now` for `wait` comes back: at least
+    /// `wait` from now, and `spacing` after the one deferred before it (at most
+    /// [`MAX_SPREAD`] ahead), so a backlog returns at the site's pace.
+    fn spread(&self, site: &str, now: SystemTime, wait: Duration, spacing: Duration) -> SystemTime {
+        let mut next = self.next_free.lock().unwrap_or_else(|e| e.into_inner());
+        let due = spread_due(next.get(site).copied(), now, wait);
+        next.insert(site.to_owned(), due + spacing);
+        due
+    }
+}
+
+/// The due time of the next deferred message of a site: `wait` from `now`, or the site's
+/// next free time if later, but never more than [`MAX_SPREAD`] ahead.
+fn spread_due(next_free: Option<SystemTime>, now: SystemTime, wait: Duration) -> SystemTime {
+    let earliest = now + wait;
+    let due = next_free.filter(|t| *t > earliest).unwrap_or(earliest);
+    due.min(now + MAX_SPREAD.max(wait))
+}
+
+/// The gap between deferred messages of a site: its rate's, else [`MIN_SPACING`].
+fn spacing(row: &SiteState, now: SystemTime) -> Duration {
+    row.rate_at(now)
+        .map(|r| Duration::from_secs_f64(1.0 / r))
+        .unwrap_or(MIN_SPACING)
+        .max(MIN_SPACING)
+}
+
+fn deferred(due: SystemTime, reason: String) -> BoxError {
+    Box::new(Deferred {
+        until: Some(Due::At(due)),
+        reason,
+    })
+}
+
+fn throttled(reason: &str, rule: &str, site: &str) -> String {
+    format!("{reason} (site `{site}` throttled by shaping rule `{rule}`: deferred, not an attempt)")
+}
+
+/// The first 300 bytes of a reply, for logs and the site's row.
+fn excerpt(text: &str) -> &str {
+    let mut cut = text.len().min(300);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn deferred_messages_of_a_site_come_back_one_gap_apart_within_the_horizon() {
+        let now = at(1000);
+        let first = spread_due(None, now, Duration::from_secs(2));
+        assert_eq!(first, at(1002));
+        // The next one goes after the last, not at the same time.
+        assert_eq!(
+            spread_due(Some(at(1003)), now, Duration::from_secs(2)),
+            at(1003)
+        );
+        // A free time already past is not used.
+        assert_eq!(
+            spread_due(Some(at(999)), now, Duration::from_secs(1)),
+            at(1001)
+        );
+        // Never further than the horizon, unless the wait itself is longer (a suspension).
+        assert_eq!(
+            spread_due(Some(at(9000)), now, Duration::ZERO),
+            now + MAX_SPREAD
+        );
+        let long = Duration::from_secs(3600);
+        assert_eq!(spread_due(Some(at(9000)), now, long), now + long);
+    }
+}

@@ -1,0 +1,241 @@
+//! Traffic shaping: configured sites are written and re-configured without losing what rules
+//! did to them; a site's grant spends its tokens and honours its cap on messages in flight
+//! (a released or expired slot frees room); a rule's matches are counted within its window;
+//! slowing and suspending a site change its grants until they end or it is resumed; rules
+//! are stored, replaced and removed ([`ShapingStore`]).
+
+use std::time::{Duration, SystemTime};
+
+use super::PortHarness;
+use crate::store::{RuleAction, ShapingRule, ShapingStore, SiteDecision, SiteLimit};
+
+fn at(secs: f64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(1_900_000_000.0 + secs)
+}
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn granted(d: &Option<SiteDecision>) -> bool {
+    matches!(d, Some(SiteDecision::Granted { .. }))
+}
+
+fn wait(d: &Option<SiteDecision>) -> Duration {
+    match d {
+        Some(SiteDecision::Wait { wait, .. }) => *wait,
+        other => panic!("expected a wait, got {other:?}"),
+    }
+}
+
+/// Configured sites are listed with their limits; configuring again replaces the limits
+/// and drops those of a site no longer configured; an unknown site has no row.
+pub async fn sites_are_configured_and_listed<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let gmail = SiteLimit::per(2.0, Duration::from_secs(1))
+        .burst(2)
+        .max_concurrent(3);
+    let sites = vec![
+        ("google".to_owned(), gmail),
+        ("small.example".to_owned(), SiteLimit::concurrent(1)),
+    ];
+    b.configure_sites(&sites, at(0.0)).await.unwrap();
+    let listed = b.sites(at(0.0)).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|s| s.site.as_str()).collect::<Vec<_>>(),
+        ["google", "small.example"]
+    );
+    assert_eq!(listed[0].limit, gmail);
+    assert!(listed[0].configured);
+    assert_eq!(listed[0].tokens, 2.0);
+    assert_eq!(listed[1].limit.per_second, None);
+    assert_eq!(listed[1].limit.max_concurrent, Some(1));
+    assert!(b
+        .take_site("nowhere.example", "m#1", at(0.0), LEASE)
+        .await
+        .unwrap()
+        .is_none());
+
+    b.configure_sites(&sites[..1], at(1.0)).await.unwrap();
+    let listed = b.sites(at(1.0)).await.unwrap();
+    assert_eq!(listed[0].limit, gmail);
+    assert!(!listed[1].configured);
+    assert_eq!(listed[1].limit, SiteLimit::unlimited());
+}
+
+/// A site with a rate grants its burst, then says how long until the next token; a capped
+/// site grants as many slots as its cap until one is released or its lease runs out.
+pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let sites = vec![
+        (
+            "rated".to_owned(),
+            SiteLimit::per(2.0, Duration::from_secs(1)).burst(2),
+        ),
+        ("capped".to_owned(), SiteLimit::concurrent(2)),
+    ];
+    b.configure_sites(&sites, at(0.0)).await.unwrap();
+    assert!(granted(
+        &b.take_site("rated", "a#1", at(0.0), LEASE).await.unwrap()
+    ));
+    assert!(granted(
+        &b.take_site("rated", "b#1", at(0.0), LEASE).await.unwrap()
+    ));
+    let third = b.take_site("rated", "c#1", at(0.0), LEASE).await.unwrap();
+    assert!((wait(&third).as_secs_f64() - 0.5).abs() < 0.01, "{third:?}");
+    assert!(granted(
+        &b.take_site("rated", "c#1", at(0.5), LEASE).await.unwrap()
+    ));
+
+    assert!(granted(
+        &b.take_site("capped", "a#1", at(0.0), LEASE).await.unwrap()
+    ));
+    assert!(granted(
+        &b.take_site("capped", "b#1", at(0.0), LEASE).await.unwrap()
+    ));
+    let full = b.take_site("capped", "c#1", at(0.0), LEASE).await.unwrap();
+    assert!(!wait(&full).is_zero());
+    assert_eq!(b.sites(at(0.0)).await.unwrap()[0].in_flight, 2);
+    b.release_site("capped", "a#1").await.unwrap();
+    assert!(granted(
+        &b.take_site("capped", "c#1", at(0.1), LEASE).await.unwrap()
+    ));
+    // "b#1" and "c#1" hold the two slots; once their leases run out the site has room.
+    assert!(!granted(
+        &b.take_site("capped", "d#1", at(1.0), LEASE).await.unwrap()
+    ));
+    assert!(granted(
+        &b.take_site("capped", "d#1", at(31.0), LEASE).await.unwrap()
+    ));
+}
+
+/// A rule's matches at a site are counted within its window; old ones fall out.
+pub async fn rule_matches_are_counted_in_their_window<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let w = Duration::from_secs(60);
+    assert_eq!(b.record_hit("google", "r", at(0.0), w).await.unwrap(), 1);
+    assert_eq!(b.record_hit("google", "r", at(10.0), w).await.unwrap(), 2);
+    assert_eq!(b.record_hit("yahoo", "r", at(10.0), w).await.unwrap(), 1);
+    assert_eq!(
+        b.record_hit("google", "other", at(10.0), w).await.unwrap(),
+        1
+    );
+    assert_eq!(b.record_hit("google", "r", at(65.0), w).await.unwrap(), 2);
+}
+
+/// Slowing a site (a rule's site without a row gets one) grants one message per the slowed
+/// rate, with no burst, until the slowdown ends; a suspension grants nothing until it ends
+/// or the site is resumed.
+pub async fn slowing_and_suspending_change_the_grants<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let slow = RuleAction::Slow {
+        per_second: 0.5,
+        duration: Duration::from_secs(60),
+    };
+    b.act_on_site("throttled.example", &slow, "rule `r`: 421 4.7.28", at(0.0))
+        .await
+        .unwrap();
+    let site = b.sites(at(0.0)).await.unwrap().remove(0);
+    assert_eq!(site.site, "throttled.example");
+    assert!(!site.configured);
+    assert_eq!(site.slow_per_second, Some(0.5));
+    assert_eq!(site.reason.as_deref(), Some("rule `r`: 421 4.7.28"));
+    // It starts without a token: the next one is 2 s away.
+    let first = b
+        .take_site("throttled.example", "a#1", at(0.0), LEASE)
+        .await
+        .unwrap();
+    assert!((wait(&first).as_secs_f64() - 2.0).abs() < 0.01, "{first:?}");
+    assert!(granted(
+        &b.take_site("throttled.example", "a#1", at(2.0), LEASE)
+            .await
+            .unwrap()
+    ));
+    assert!(!granted(
+        &b.take_site("throttled.example", "b#1", at(3.0), LEASE)
+            .await
+            .unwrap()
+    ));
+    // After the slowdown: no limits of its own, so every message goes.
+    for n in 0..5 {
+        let holder = format!("c{n}#1");
+        assert!(granted(
+            &b.take_site("throttled.example", &holder, at(61.0), LEASE)
+                .await
+                .unwrap()
+        ));
+    }
+
+    let suspend = RuleAction::Suspend {
+        duration: Duration::from_secs(100),
+    };
+    b.act_on_site("throttled.example", &suspend, "rule `s`: [TSS04]", at(70.0))
+        .await
+        .unwrap();
+    let held = b
+        .take_site("throttled.example", "d#1", at(80.0), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(wait(&held).as_secs_f64().round(), 90.0);
+    assert!(b.resume_site("throttled.example").await.unwrap());
+    assert!(granted(
+        &b.take_site("throttled.example", "d#1", at(80.0), LEASE)
+            .await
+            .unwrap()
+    ));
+    assert!(!b.resume_site("nowhere.example").await.unwrap());
+    // A bounce writes nothing.
+    b.act_on_site("other.example", &RuleAction::Bounce, "x", at(0.0))
+        .await
+        .unwrap();
+    assert_eq!(b.sites(at(0.0)).await.unwrap().len(), 1);
+}
+
+/// Rules are stored, listed by name, replaced by name and removed.
+pub async fn rules_are_stored_replaced_and_removed<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let slow = ShapingRule::new(
+        "b-gmail",
+        r"\b4\.7\.28\b",
+        RuleAction::Slow {
+            per_second: 1.0 / 60.0,
+            duration: Duration::from_secs(5400),
+        },
+    )
+    .unwrap()
+    .at_site("google")
+    .threshold(3, Duration::from_secs(3600));
+    let suspend = ShapingRule::new(
+        "a-yahoo",
+        r"\[TSS04\]",
+        RuleAction::Suspend {
+            duration: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    let bounce = ShapingRule::new("c-bounce", "5\\.7\\.515", RuleAction::Bounce).unwrap();
+    b.put_rules(&[slow.clone(), suspend.clone(), bounce.clone()])
+        .await
+        .unwrap();
+    let stored: Vec<_> = b
+        .shaping_rules()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(stored, [suspend.clone(), slow.clone(), bounce]);
+    let replaced = ShapingRule {
+        threshold: 1,
+        ..slow
+    };
+    b.put_rules(std::slice::from_ref(&replaced)).await.unwrap();
+    assert!(b.remove_rule("c-bounce").await.unwrap());
+    assert!(!b.remove_rule("c-bounce").await.unwrap());
+    let stored: Vec<_> = b
+        .shaping_rules()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(stored, [suspend, replaced]);
+}
