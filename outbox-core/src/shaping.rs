@@ -293,10 +293,8 @@ pub fn describe_duration(d: Duration) -> String {
     } else if s >= 60 && s % 60 == 0 {
         format!("{}min", s / 60)
     } else {
-        format!("{:.3}s", d.as_secs_f64())
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_owned()
+        let secs = format!("{:.3}", d.as_secs_f64());
+        format!("{}s", secs.trim_end_matches('0').trim_end_matches('.'))
     }
 }
 
