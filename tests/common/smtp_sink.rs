@@ -258,6 +258,18 @@ pub struct SinkOptions {
     pub rcpt_domain_replies: HashMap<String, &'static str>,
     /// Seeded random faults for transactions that have no scripted step.
     pub chaos: Option<Chaos>,
+    /// Receivers that rate-limit one recipient domain (after `rcpt_domain_replies`).
+    pub rcpt_domain_throttles: HashMap<String, Throttle>,
+}
+
+/// A receiver's rate limit for one domain, as large providers answer: the first `free`
+/// recipients are accepted, then one only when `gap` has passed since the last accepted;
+/// the others get `reply` (a `421 4.7.28 ... rate limited`).
+#[derive(Debug, Clone)]
+pub struct Throttle {
+    pub free: usize,
+    pub gap: Duration,
+    pub reply: &'static str,
 }
 
 #[derive(Default)]
@@ -270,6 +282,10 @@ struct State {
     /// Transactions opened per envelope sender (the chaos key).
     senders: HashMap<String, u64>,
     outages: Vec<(Instant, Option<Instant>)>,
+    /// Per throttled domain: recipients accepted and when the last was.
+    throttles: HashMap<String, (usize, Option<Instant>)>,
+    /// The recipients a throttle refused, and when.
+    throttled: Vec<(String, Instant)>,
 }
 
 /// A request to go down for a while; answered once the listener is closed.
@@ -373,6 +389,11 @@ impl SmtpSink {
     }
 
     /// Every command verb seen, in order (`EHLO`, `MAIL`, `RSET`, ...; AUTH data hidden).
+    /// The recipients a [`Throttle`] refused, and when.
+    pub fn throttled(&self) -> Vec<(String, Instant)> {
+        self.state.lock().unwrap().throttled.clone()
+    }
+
     pub fn commands(&self) -> Vec<String> {
         self.state.lock().unwrap().commands.clone()
     }
@@ -494,6 +515,18 @@ async fn session(
                         record(Fault::RefusedDomain, &sender, None);
                     }
                     reply
+                } else if let Some(throttle) = options.rcpt_domain_throttles.get(domain) {
+                    let mut st = state.lock().unwrap();
+                    let (accepted, last) = st.throttles.entry(domain.to_owned()).or_default();
+                    let now = Instant::now();
+                    if *accepted < throttle.free || last.is_some_and(|l| now - l >= throttle.gap) {
+                        *accepted += 1;
+                        *last = Some(now);
+                        "250 2.1.5 ok"
+                    } else {
+                        st.throttled.push((addr.clone(), now));
+                        throttle.reply
+                    }
                 } else if let Some(Script::AtRcpt(reply)) = current {
                     record(Fault::TempAtRcpt, &sender, None);
                     reply

@@ -1,0 +1,222 @@
+//! Per-domain traffic shaping end to end, against a real SMTP server on loopback that
+//! rate-limits one recipient domain the way large providers do: after a few messages it
+//! answers `421 4.7.28 ... rate limited` to that domain unless 400 ms passed since the last
+//! one it took. A stored rule matches that reply; at its threshold (2 matches) the domain is
+//! slowed to the rule's rate (2/s), every refused message is deferred without using an
+//! attempt, and the mail to another domain goes at full speed meanwhile. Nothing is
+//! dead-lettered.
+
+mod common;
+#[path = "common/smtp_sink.rs"]
+mod smtp_sink;
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use common::{eventually, TestDb};
+use outbox::{
+    prelude::*,
+    smtp::{Email, Mailer, MailerConfig, SmtpConfig},
+    DeadLetterFilter, RuleAction, Shaping, ShapingRule, SiteLimit,
+};
+use smtp_sink::{SinkOptions, SmtpSink, Throttle};
+
+const GMAIL_421: &str = "421 4.7.28 [127.0.0.1] Our system has detected an unusual rate of \
+                         unsolicited mail originating from your IP address. To protect our users \
+                         from spam, mail sent from your IP address has been rate limited.";
+
+/// The rule's slowed rate: 2 per second, slower than the receiver's 400 ms gap.
+const SLOWED_PER_SECOND: f64 = 2.0;
+
+fn email(to: &str) -> Email {
+    Email::builder()
+        .from("news@example.com")
+        .to(to)
+        .subject("Hello")
+        .text("Hi.")
+        .build()
+        .unwrap()
+}
+
+fn rule() -> ShapingRule {
+    ShapingRule::new(
+        "test-rate-limited",
+        r"\b421[ -]4\.7\.28\b",
+        RuleAction::Slow {
+            per_second: SLOWED_PER_SECOND,
+            duration: Duration::from_secs(600),
+        },
+    )
+    .unwrap()
+    .threshold(2, Duration::from_secs(3600))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_domain_slows_to_the_rules_rate_and_others_keep_full_speed() {
+    let db = TestDb::new().await;
+    let sink = SmtpSink::start(SinkOptions {
+        rcpt_domain_throttles: HashMap::from([(
+            "slow.test".to_owned(),
+            Throttle {
+                free: 3,
+                gap: Duration::from_millis(400),
+                reply: GMAIL_421,
+            },
+        )]),
+        ..SinkOptions::default()
+    })
+    .await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+
+    // 12 to the throttled domain and 60 to another, interleaved, in one transaction.
+    let mut tx = db.pool.begin().await.unwrap();
+    let (mut slow, mut fast) = (Vec::new(), Vec::new());
+    for n in 0..72 {
+        let (to, ids) = if n % 6 == 0 {
+            (format!("user{n}@slow.test"), &mut slow)
+        } else {
+            (format!("user{n}@fast.test"), &mut fast)
+        };
+        ids.push(email(&to).enqueue(&mut *tx).await.unwrap().id().to_string());
+    }
+    tx.commit().await.unwrap();
+
+    let outbox = Outbox::new(db.backend())
+        .retention(outbox::Retention::keep_for(Duration::from_secs(3600)))
+        // An unrelated configured site: its limits do not touch these domains.
+        .shaping(
+            Shaping::new()
+                .site("other.example", SiteLimit::concurrent(1))
+                .rule(rule()),
+        )
+        .register::<Email, _>(mailer.handler());
+    let started = Instant::now();
+    outbox
+        .run_until(async {
+            let all: Vec<&String> = slow.iter().chain(&fast).collect();
+            let done = eventually(Duration::from_secs(60), || async {
+                for id in &all {
+                    if db.status(id).await.as_deref() != Some("done") {
+                        return false;
+                    }
+                }
+                true
+            })
+            .await;
+            assert!(done, "not every message was delivered");
+        })
+        .await
+        .unwrap();
+
+    // Nothing dead-lettered, and no attempt charged for a throttled reply.
+    let admin = Outbox::new(db.backend()).admin();
+    let dead = admin
+        .dead_letters()
+        .count(&DeadLetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(dead, 0, "no message may be dead-lettered for a rate limit");
+    for id in slow.iter().chain(&fast) {
+        let (status, attempts, _) = db.row(id).await;
+        assert_eq!((status.as_str(), attempts), ("done", 1), "message {id}");
+    }
+
+    // The receiver refused the domain a few times, then the rule slowed it and it refused
+    // no more: the rule's slowdown is what its deliveries kept to.
+    let refused = sink.throttled();
+    assert!(
+        refused.len() >= 2,
+        "the receiver must have rate-limited the domain: {refused:?}"
+    );
+    let received = sink.received();
+    let at_of = |domain: &str| -> Vec<Instant> {
+        let mut at: Vec<Instant> = received
+            .iter()
+            .filter(|r| r.rcpt.iter().any(|a| a.ends_with(domain)))
+            .map(|r| r.at)
+            .collect();
+        at.sort();
+        at
+    };
+    let (slow_at, fast_at) = (at_of("@slow.test"), at_of("@fast.test"));
+    assert_eq!((slow_at.len(), fast_at.len()), (12, 60));
+    let last_refusal = refused.iter().map(|(_, at)| *at).max().unwrap();
+    let after: Vec<Instant> = slow_at
+        .iter()
+        .copied()
+        .filter(|at| *at > last_refusal)
+        .collect();
+    assert!(
+        after.len() >= 5,
+        "most of the domain's mail went after the slowdown: {} of 12",
+        after.len()
+    );
+    // At the slowed rate (burst 1): n deliveries span at least (n - 1) / rate, less a
+    // little for the scheduler.
+    let span = after.last().unwrap().duration_since(after[0]).as_secs_f64();
+    let least = (after.len() - 1) as f64 / SLOWED_PER_SECOND;
+    assert!(
+        span >= least * 0.9,
+        "{} deliveries after the slowdown in {span:.2} s: faster than {SLOWED_PER_SECOND}/s",
+        after.len()
+    );
+    // The other domain kept its full speed: all of it was delivered while the slowed
+    // domain's backlog was still going out, none of it ever deferred.
+    assert!(
+        *fast_at.last().unwrap() < *slow_at.last().unwrap(),
+        "the other domain's mail waited for the slowed one"
+    );
+    // Claimed once each: no message to the other domain was ever deferred or put back,
+    // while the refused ones to the slowed domain came back (claimed again) to be sent.
+    let claims = |id: String| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT claims FROM outbox_messages WHERE id = ?")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    for id in &fast {
+        assert_eq!(
+            claims(id.clone()).await,
+            1,
+            "message {id} to the other domain waited"
+        );
+    }
+    let mut again = 0;
+    for id in &slow {
+        again += usize::from(claims(id.clone()).await > 1);
+    }
+    assert!(
+        again >= 1,
+        "the refused messages were deferred and claimed again"
+    );
+
+    // The site's row shows the slowdown and the rule that made it.
+    let sites = admin.shaping().sites().await.unwrap();
+    let site = sites
+        .iter()
+        .find(|s| s.site == "slow.test")
+        .expect("its row");
+    assert_eq!(site.slow_per_second, Some(SLOWED_PER_SECOND));
+    assert!(
+        site.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("test-rate-limited") && r.contains("4.7.28")),
+        "{:?}",
+        site.reason
+    );
+    eprintln!(
+        "{} refusals; 12 + 60 delivered in {:.2} s; slowed domain: {} after the slowdown in {span:.2} s",
+        refused.len(),
+        started.elapsed().as_secs_f64(),
+        after.len()
+    );
+}
