@@ -220,3 +220,171 @@ async fn a_rate_limited_domain_slows_to_the_rules_rate_and_others_keep_full_spee
         after.len()
     );
 }
+
+/// A real DNS server on loopback (dnsmasq) serving the MX records of the test domains;
+/// stopped when dropped.
+struct Dns {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+}
+
+impl Drop for Dns {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Dns {
+    /// Serves `mx` (domain, exchanger, preference) and nothing else.
+    fn start(mx: &[(&str, &str, u16)]) -> Self {
+        let port = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = std::process::Command::new("dnsmasq");
+        cmd.args([
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            "--listen-address=127.0.0.1",
+            "--user=root",
+            // Answers for .test itself: a name it does not know does not exist.
+            "--local=/test/",
+            &format!("--port={port}"),
+        ]);
+        for (domain, host, pref) in mx {
+            cmd.arg(format!("--mx-host={domain},{host},{pref}"));
+        }
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("dnsmasq must be installed (apt-get install dnsmasq-base)");
+        Self {
+            child,
+            addr: ([127, 0, 0, 1], port).into(),
+        }
+    }
+}
+
+/// Domains served by the same exchangers share one site: a limit on the exchangers' site
+/// paces the mail to both domains together, while a domain on other exchangers goes at full
+/// speed; the lookups come from a real DNS server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn domains_on_the_same_exchangers_share_one_site() {
+    use outbox::{smtp::DnsMx, MxLookup};
+
+    let dns = Dns::start(&[
+        ("a.test", "mx1.shared.test", 10),
+        ("a.test", "mx2.shared.test", 20),
+        ("b.test", "mx2.shared.test", 5),
+        ("b.test", "mx1.shared.test", 10),
+        ("c.test", "mx.other.test", 10),
+        ("corp.test", "aspmx.l.google.com", 1),
+    ]);
+    let lookup = DnsMx::with_server(dns.addr).unwrap();
+    // dnsmasq may take a moment to listen.
+    let mut a = Err(String::new());
+    for _ in 0..50 {
+        a = lookup.mx("a.test").await;
+        if a.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(a.unwrap(), ["mx1.shared.test", "mx2.shared.test"]);
+    assert_eq!(
+        lookup.mx("b.test").await.unwrap(),
+        ["mx2.shared.test", "mx1.shared.test"]
+    );
+    assert_eq!(
+        lookup.mx("nothing.test").await.unwrap(),
+        Vec::<String>::new()
+    );
+    let shaping = Shaping::providers().mx_lookup(std::sync::Arc::new(lookup));
+    assert_eq!(
+        shaping
+            .site_of_mx(&["aspmx.l.google.com".to_owned()])
+            .as_deref(),
+        Some("google")
+    );
+
+    let db = TestDb::new().await;
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        for domain in ["a.test", "b.test", "c.test"] {
+            let to = format!("user{n}@{domain}");
+            ids.push(email(&to).enqueue(&mut *tx).await.unwrap().id().to_string());
+        }
+    }
+    tx.commit().await.unwrap();
+    // The shared exchangers' site is named for them; 5 per second, burst 1.
+    let site = "mx:mx1.shared.test,mx2.shared.test";
+    let outbox = Outbox::new(db.backend())
+        .shaping(shaping.site(site, SiteLimit::per(5.0, Duration::from_secs(1))))
+        .register::<Email, _>(mailer.handler());
+    outbox
+        .run_until(async {
+            let done = eventually(Duration::from_secs(60), || async {
+                for id in &ids {
+                    if db.status(id).await.is_some() {
+                        return false;
+                    }
+                }
+                true
+            })
+            .await;
+            assert!(done, "not every message was delivered");
+        })
+        .await
+        .unwrap();
+    let received = sink.received();
+    let at_of = |domains: &[&str]| -> Vec<Instant> {
+        let mut at: Vec<Instant> = received
+            .iter()
+            .filter(|r| {
+                r.rcpt
+                    .iter()
+                    .any(|a| domains.iter().any(|d| a.ends_with(&format!("@{d}"))))
+            })
+            .map(|r| r.at)
+            .collect();
+        at.sort();
+        at
+    };
+    let shared = at_of(&["a.test", "b.test"]);
+    let other = at_of(&["c.test"]);
+    assert_eq!((shared.len(), other.len()), (20, 10));
+    // 20 messages at 5/s with burst 1 span at least 19/5 s (less a little for the
+    // scheduler): one bucket for both domains, not one each (which would take half).
+    let span = shared
+        .last()
+        .unwrap()
+        .duration_since(shared[0])
+        .as_secs_f64();
+    assert!(
+        span >= 19.0 / 5.0 * 0.9,
+        "a.test and b.test together in {span:.2} s"
+    );
+    assert!(
+        other.last().unwrap() < shared.last().unwrap(),
+        "the domain on other exchangers waited for the shared site"
+    );
+    let admin = Outbox::new(db.backend()).admin();
+    let sites = admin.shaping().sites().await.unwrap();
+    assert!(sites.iter().any(|s| s.site == site), "{sites:?}");
+    assert!(!sites
+        .iter()
+        .any(|s| s.site == "a.test" || s.site == "b.test"));
+    eprintln!("a.test + b.test: 20 in {span:.2} s through one site");
+}

@@ -11,6 +11,8 @@ mod error;
 #[cfg(feature = "webhooks")]
 pub mod events;
 mod mailer;
+#[cfg(feature = "mx")]
+mod mx;
 mod queued;
 mod redirect;
 mod render;
@@ -24,6 +26,8 @@ pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
 pub use mailer::{Delivery, Mailer};
+#[cfg(feature = "mx")]
+pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};
 pub use outbox_core::InvalidMessage;
 pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};
