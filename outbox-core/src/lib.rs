@@ -67,8 +67,8 @@ pub use message::{
 };
 pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
 pub use shaping::{
-    domain_of, provider_rules, MxLookup, ProviderSite, RuleAction, Shaping, ShapingRule, SiteLimit,
-    SiteState, PROVIDER_SITES,
+    describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,
+    RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, PROVIDER_SITES,
 };
 pub use store::Retention;
 pub use transaction::{

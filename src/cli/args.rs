@@ -143,6 +143,73 @@ pub enum AdminCommand {
     /// messages they stopped.
     #[command(subcommand)]
     Suppressions(SuppressionsCommand),
+    /// Per-domain traffic shaping: the receiving sites (limits, slowdowns, suspensions)
+    /// and the rules that react to their replies.
+    #[command(subcommand)]
+    Shaping(ShapingCommand),
+}
+
+/// `shaping …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ShapingCommand {
+    /// Every site with a row: limits, messages in flight, and a rule's slowdown or
+    /// suspension with its reason.
+    Sites,
+    /// End a site's slowdown and suspension (the receiver takes mail again).
+    Resume(ShapingSiteArgs),
+    /// The stored rules: pattern, site, action, threshold.
+    Rules,
+    /// Add a rule, or replace the rule of the same name (every running outbox uses it
+    /// within 5 s).
+    AddRule(ShapingAddRuleArgs),
+    /// Remove a rule.
+    RemoveRule(ShapingRuleNameArgs),
+}
+
+/// `shaping resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ShapingSiteArgs {
+    /// The site (`google`, a domain, `mx:…`).
+    pub site: String,
+}
+
+/// `shaping remove-rule`.
+#[derive(Debug, Clone, Args)]
+pub struct ShapingRuleNameArgs {
+    /// The rule's name.
+    pub name: String,
+}
+
+/// `shaping add-rule`.
+#[derive(Debug, Clone, Args)]
+pub struct ShapingAddRuleArgs {
+    /// The rule's name.
+    pub name: String,
+    /// A regular expression searched in the failure text (it holds the server's reply:
+    /// `421 4.7.28 ...`).
+    #[arg(long)]
+    pub pattern: String,
+    /// Slow the site to this rate (`1/s`, `10/min`, `100/h`) for `--for`.
+    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["suspend", "bounce"])]
+    pub slow: Option<f64>,
+    /// Suspend the site for `--for`.
+    #[arg(long, conflicts_with = "bounce")]
+    pub suspend: bool,
+    /// Give the message up (dead letter) instead of trying again.
+    #[arg(long)]
+    pub bounce: bool,
+    /// How long a slowdown or suspension lasts (`90m`, `1h`).
+    #[arg(long = "for", value_parser = parse_duration, default_value = "1h")]
+    pub duration: Duration,
+    /// Only for this site (default: every site).
+    #[arg(long)]
+    pub site: Option<String>,
+    /// Act at this many matches within `--window`.
+    #[arg(long, default_value_t = 1)]
+    pub threshold: u32,
+    /// The window the matches are counted in.
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    pub window: Duration,
 }
 
 /// `suppressions …`.
@@ -478,6 +545,27 @@ fn parse_reason(s: &str) -> Result<crate::SuppressionReason, String> {
 }
 
 /// A duration such as `30d`, `12h`, `500ms`.
+/// `N/s`, `N/min` or `N/h` as messages per second.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (n, per) = s
+        .split_once('/')
+        .ok_or_else(|| format!("rate {s:?} must read N/s, N/min or N/h"))?;
+    let n: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("rate {s:?}: {n:?} is not a number"))?;
+    let secs = match per.trim() {
+        "s" | "sec" | "second" => 1.0,
+        "m" | "min" | "minute" => 60.0,
+        "h" | "hour" => 3600.0,
+        other => return Err(format!("rate {s:?}: unit {other:?} is not s, min or h")),
+    };
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("rate {s:?} must be positive"));
+    }
+    Ok(n / secs)
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("{e}; write a duration such as 30d, 12h, 15m, 2s or 500ms"))

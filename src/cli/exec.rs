@@ -52,6 +52,7 @@ impl<B: Backend> Ctx<B> {
             AdminCommand::Group(command) => self.group(command).await,
             AdminCommand::Messages(command) => self.messages(command).await,
             AdminCommand::Suppressions(command) => self.suppressions(command).await,
+            AdminCommand::Shaping(command) => self.shaping(command).await,
         }
     }
 

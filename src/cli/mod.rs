@@ -18,6 +18,7 @@ mod exec;
 mod failure;
 mod live;
 mod render;
+mod shaping;
 mod suppressions;
 
 use std::process::ExitCode;
@@ -26,8 +27,9 @@ pub use args::{
     Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
     DeadShowArgs, DrainArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs,
     MessageFilterArgs, MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesListArgs,
-    PauseArgs, RateLimitArgs, ResumeArgs, Standalone, StatusArgs, SuppressionsAddArgs,
-    SuppressionsCommand, SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
+    PauseArgs, RateLimitArgs, ResumeArgs, ShapingAddRuleArgs, ShapingCommand, ShapingRuleNameArgs,
+    ShapingSiteArgs, Standalone, StatusArgs, SuppressionsAddArgs, SuppressionsCommand,
+    SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
 };
 /// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
 pub use clap;

@@ -1422,3 +1422,90 @@ pub async fn suppressions_add_list_remove_and_stopped<H: Harness>() {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("hard_bounce"), "{r:?}");
 }
+
+/// `shaping add-rule / rules / remove-rule / sites / resume`: a rule added from the command
+/// line is stored and listed, a bad pattern or a rule without an action is refused with
+/// the reason; a site a rule slowed is listed with its state and resumed.
+pub async fn shaping_rules_and_sites<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let out = outbox(
+        &url,
+        &[
+            "shaping",
+            "add-rule",
+            "gmail-rate",
+            "--pattern",
+            r"\b4\.7\.28\b",
+            "--slow",
+            "10/min",
+            "--for",
+            "90m",
+            "--threshold",
+            "3",
+        ],
+    );
+    let text = out.succeeded().stdout.clone();
+    assert!(text.starts_with("stored rule `gmail-rate`"), "{text}");
+    assert!(text.contains("slow to 10/min for 90min"), "{text}");
+    outbox(
+        &url,
+        &["shaping", "add-rule", "bad", "--pattern", "(", "--suspend"],
+    )
+    .failed_with("not a regular expression");
+    outbox(&url, &["shaping", "add-rule", "none", "--pattern", "x"])
+        .failed_with("--slow RATE, --suspend or --bounce");
+    let rules = outbox(&url, &["shaping", "rules", "--json"]);
+    let rules: serde_json::Value = serde_json::from_str(&rules.succeeded().stdout).unwrap();
+    assert_eq!(rules[0]["name"], "gmail-rate");
+    assert_eq!(rules[0]["action"], "slow");
+    assert_eq!(rules[0]["threshold"], 3);
+    assert!((rules[0]["per_second"].as_f64().unwrap() - 10.0 / 60.0).abs() < 1e-9);
+    let table = outbox(&url, &["shaping", "rules"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        table.contains("gmail-rate") && table.contains("3 in 1h"),
+        "{table}"
+    );
+
+    // A site slowed by a rule, as a worker would record it.
+    let admin = Outbox::new(h.backend()).admin();
+    let empty = outbox(&url, &["shaping", "sites"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(empty.starts_with("no site is shaped"), "{empty}");
+    outbox::store::ShapingStore::act_on_site(
+        &h.backend(),
+        "google",
+        &outbox::RuleAction::Slow {
+            per_second: 1.0,
+            duration: std::time::Duration::from_secs(600),
+        },
+        "rule `gmail-rate`: 421 4.7.28 rate limited",
+        std::time::SystemTime::now(),
+    )
+    .await
+    .unwrap();
+    let sites = outbox(&url, &["shaping", "sites"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        sites.contains("google") && sites.contains("slowed to 1/s until"),
+        "{sites}"
+    );
+    assert!(sites.contains("4.7.28"), "{sites}");
+    let resumed = outbox(&url, &["shaping", "resume", "google"]);
+    assert!(resumed
+        .succeeded()
+        .stdout
+        .starts_with("site `google` resumed"));
+    let site = &admin.shaping().sites().await.unwrap()[0];
+    assert_eq!((site.slowed_until, site.reason.clone()), (None, None));
+    outbox(&url, &["shaping", "resume", "nowhere"]).failed_with("no site `nowhere`");
+    outbox(&url, &["shaping", "remove-rule", "gmail-rate"]).succeeded();
+    outbox(&url, &["shaping", "remove-rule", "gmail-rate"]).failed_with("no rule `gmail-rate`");
+}

@@ -55,6 +55,10 @@ macro_rules! cli_cases {
                 cases::suppressions_add_list_remove_and_stopped::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn shaping_rules_and_sites() {
+                cases::shaping_rules_and_sites::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_unmigrated_database_says_to_migrate() {
                 cases::an_unmigrated_database_says_to_migrate::<H>().await
             }
