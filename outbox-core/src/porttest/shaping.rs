@@ -130,9 +130,11 @@ pub async fn slowing_and_suspending_change_the_grants<H: PortHarness>(h: &H) {
         per_second: 0.5,
         duration: Duration::from_secs(60),
     };
-    b.act_on_site("throttled.example", &slow, "rule `r`: 421 4.7.28", at(0.0))
+    let news = b
+        .act_on_site("throttled.example", &slow, "rule `r`: 421 4.7.28", at(0.0))
         .await
         .unwrap();
+    assert!(news, "the first slowdown is news");
     let site = b.sites(at(0.0)).await.unwrap().remove(0);
     assert_eq!(site.site, "throttled.example");
     assert!(!site.configured);
@@ -154,11 +156,23 @@ pub async fn slowing_and_suspending_change_the_grants<H: PortHarness>(h: &H) {
             .await
             .unwrap()
     ));
+    // Slowed again while slowed: extended (to 62.5 s), not news, and its tokens are kept
+    // (reset, the next token would be 2 s after 2.5 s, not at 4 s).
+    let again = b
+        .act_on_site("throttled.example", &slow, "rule `r`: 421 4.7.28", at(2.5))
+        .await
+        .unwrap();
+    assert!(!again);
+    assert!(granted(
+        &b.take_site("throttled.example", "b#1", at(4.0), LEASE)
+            .await
+            .unwrap()
+    ));
     // After the slowdown: no limits of its own, so every message goes.
     for n in 0..5 {
         let holder = format!("c{n}#1");
         assert!(granted(
-            &b.take_site("throttled.example", &holder, at(61.0), LEASE)
+            &b.take_site("throttled.example", &holder, at(63.0), LEASE)
                 .await
                 .unwrap()
         ));
@@ -167,9 +181,10 @@ pub async fn slowing_and_suspending_change_the_grants<H: PortHarness>(h: &H) {
     let suspend = RuleAction::Suspend {
         duration: Duration::from_secs(100),
     };
-    b.act_on_site("throttled.example", &suspend, "rule `s`: [TSS04]", at(70.0))
+    assert!(b
+        .act_on_site("throttled.example", &suspend, "rule `s`: [TSS04]", at(70.0))
         .await
-        .unwrap();
+        .unwrap());
     let held = b
         .take_site("throttled.example", "d#1", at(80.0), LEASE)
         .await

@@ -508,14 +508,16 @@ pub trait ShapingStore: Send + Sync + 'static {
         window: Duration,
     ) -> BoxFuture<'a, Result<u32, Error>>;
     /// Slows or suspends `site` from `now` as `action` says, saying why in `reason`
-    /// (creating its row when it has none). A bounce changes nothing.
+    /// (creating its row when it has none); a site slowed already keeps its tokens and has
+    /// its slowdown extended. True when the site was neither slowed nor suspended before
+    /// (the action is news). A bounce changes nothing.
     fn act_on_site<'a>(
         &'a self,
         site: &'a str,
         action: &'a RuleAction,
         reason: &'a str,
         now: SystemTime,
-    ) -> BoxFuture<'a, Result<(), Error>>;
+    ) -> BoxFuture<'a, Result<bool, Error>>;
     /// Ends the slowdown and suspension of `site`; false when it has no row.
     fn resume_site<'a>(&'a self, site: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
     /// Every stored rule, by name; a row that does not read as a rule is an error naming it.

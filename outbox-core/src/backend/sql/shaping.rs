@@ -145,37 +145,58 @@ impl<D: Dialect> ShapingStore for D {
         action: &'a RuleAction,
         reason: &'a str,
         now: SystemTime,
-    ) -> BoxFuture<'a, Result<(), Error>> {
+    ) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(async move {
             let q = self.queries();
             let secs = unix_secs(now);
-            let ensure = [Arg::Text(site), Arg::Real(secs)];
-            match *action {
+            let (statement, args) = match *action {
                 RuleAction::Slow {
                     per_second,
                     duration,
-                } => {
-                    let slow = [
+                } => (
+                    q.site_slow,
+                    vec![
+                        Arg::Real(secs),
+                        Arg::Real(secs),
+                        Arg::Real(secs),
                         Arg::Real(per_second),
                         Arg::Real(secs + duration.as_secs_f64()),
                         Arg::Text(reason),
-                        Arg::Real(secs),
                         Arg::Text(site),
-                    ];
-                    write(self, &[(q.site_ensure, &ensure), (q.site_slow, &slow)]).await?;
-                }
-                RuleAction::Suspend { duration } => {
-                    let suspend = [
+                    ],
+                ),
+                RuleAction::Suspend { duration } => (
+                    q.site_suspend,
+                    vec![
                         Arg::Real(secs + duration.as_secs_f64()),
                         Arg::Text(reason),
                         Arg::Text(site),
-                    ];
-                    let statements = [(q.site_ensure, &ensure[..]), (q.site_suspend, &suspend)];
-                    write(self, &statements).await?;
-                }
-                RuleAction::Bounce => {}
-            }
-            Ok(())
+                    ],
+                ),
+                RuleAction::Bounce => return Ok(false),
+            };
+            let ensure = [Arg::Text(site), Arg::Real(secs)];
+            let (ensure, args) = (&ensure, &args);
+            transient_retries::<D, _, _, _>(|| async move {
+                let mut tx = self.begin_write().await?;
+                self.execute(Some(&mut tx), q.site_ensure, ensure).await?;
+                // Read under the row's lock: of processes acting at once, one finds the
+                // site free (the news), the others find it held.
+                let rows = self
+                    .fetch(Some(&mut tx), q.site_lock, &[Arg::Text(site)])
+                    .await?;
+                let held = match rows.first() {
+                    Some(row) => {
+                        let s = site_state(row)?;
+                        s.slowed_at(now) || s.suspended_at(now)
+                    }
+                    None => false,
+                };
+                self.execute(Some(&mut tx), statement, args).await?;
+                D::commit(tx).await?;
+                Ok(!held)
+            })
+            .await
         })
     }
 

@@ -231,12 +231,16 @@ impl Shaper {
                 .act_on_site(site, &rule.action, &reason, now)
                 .await
             {
-                Ok(()) => {
-                    tracing::warn!(
-                        site, rule = %rule.name, action = %rule.action, hits,
-                        reply = %excerpt(&failed.reason),
-                        "the receiving site says we send too fast; shaping it"
-                    );
+                Ok(news) => {
+                    if news {
+                        tracing::warn!(
+                            site, rule = %rule.name, action = %rule.action, hits,
+                            reply = %excerpt(&failed.reason),
+                            "the receiving site says we send too fast; shaping it"
+                        );
+                    } else {
+                        tracing::debug!(site, rule = %rule.name, hits, "shaping extended");
+                    }
                     // Seen by this process at once, by the others within a second.
                     self.sites.lock().await.read = None;
                 }

@@ -1,5 +1,9 @@
--- A rule slows a site: its rate until a time, starting without a token.
--- ? slow_per_second, ? slowed_until, ? reason, ? now, ? site (times in unix s)
+-- A rule slows a site: its rate until a time. A site not slowed yet starts without a token;
+-- one slowed already keeps its tokens and has its slowdown extended. The token columns
+-- are set first (MySQL assigns left to right): they read the old slowed_until.
+-- ? now, ? now, ? now, ? slow_per_second, ? slowed_until, ? reason, ? site (times in unix s)
 UPDATE outbox_sites
-SET slow_per_second = $1, slowed_until = $2, reason = $3, tokens = 0, updated_at = $4
-WHERE site = $5
+SET tokens = CASE WHEN slowed_until > $1 THEN tokens ELSE 0 END,
+    updated_at = CASE WHEN slowed_until > $2 THEN updated_at ELSE $3 END,
+    slow_per_second = $4, slowed_until = $5, reason = $6
+WHERE site = $7
