@@ -84,8 +84,8 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/testing.md")]
     pub mod testing {}
 
-    /// Deliverability: DKIM signing, one-click unsubscribe, the suppression list and provider
-    /// events (feature `dkim`).
+    /// Deliverability: DKIM signing, one-click unsubscribe, the suppression list, provider
+    /// events and per-domain traffic shaping (feature `dkim`).
     #[cfg(feature = "dkim")]
     #[doc = include_str!("../docs/guides/deliverability.md")]
     pub mod deliverability {}
