@@ -103,9 +103,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     result?;
 
-    let r = receiver.lock().unwrap();
+    let (accepted, refused) = {
+        let r = receiver.lock().unwrap();
+        (r.accepted.clone(), r.refused)
+    };
     for domain in ["example.org", "gmail.com"] {
-        let at = &r.accepted[domain];
+        let at = &accepted[domain];
         let last = at.iter().max().unwrap().duration_since(started);
         println!(
             "{domain}: {} sent, the last {:.1} s after the start",
@@ -115,7 +118,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!(
         "The receiver refused gmail.com {} time(s) (the mails in flight when the rule slowed the site at its first match); each refused mail waited and went out later.",
-        r.refused
+        refused
     );
     let admin = outbox.admin();
     for site in admin.shaping().sites().await? {
