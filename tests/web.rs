@@ -1067,6 +1067,7 @@ async fn every_page_carries_the_security_headers() {
         format!("/messages/{}", live_id.as_str()),
         "/suppressions".into(),
         "/suppressions?address=ann@example.com&reason=manual".into(),
+        "/shaping".into(),
         "/no/such/page".into(),
     ] {
         let r = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -1922,5 +1923,67 @@ async fn suppressions_are_added_shown_and_removed_from_the_page() {
     assert_eq!(b.text("#suppression-total").await, "0 entries match.");
     let all = outbox::SuppressionFilter::default();
     assert_eq!(admin.suppressions().count(&all).await.unwrap(), 0);
+    b.client.clone().close().await.unwrap();
+}
+
+/// The traffic shaping page: a site a rule slowed is listed with its state and reason and
+/// resumed with its button; a stored rule is listed and removed with its button.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shaped_sites_and_rules_are_shown_resumed_and_removed() {
+    use outbox::{store::ShapingStore, RuleAction, ShapingRule};
+    use std::time::{Duration, SystemTime};
+
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    b.client.goto(&format!("{url}/shaping")).await.unwrap();
+    assert!(b.text("#no-sites").await.starts_with("No site is shaped"));
+
+    let slow = RuleAction::Slow {
+        per_second: 1.0 / 60.0,
+        duration: Duration::from_secs(5400),
+    };
+    let rule = ShapingRule::new("gmail-rate", r"\b4\.7\.28\b", slow.clone())
+        .unwrap()
+        .threshold(3, Duration::from_secs(3600));
+    admin.shaping().put_rule(&rule).await.unwrap();
+    db.backend()
+        .act_on_site(
+            "google",
+            &slow,
+            "rule `gmail-rate`: 421 4.7.28 rate limited",
+            SystemTime::now(),
+        )
+        .await
+        .unwrap();
+    b.client.goto(&format!("{url}/shaping")).await.unwrap();
+    let row = r#"tr[data-site="google"]"#;
+    assert!(b
+        .text(&format!("{row} td:nth-child(4)"))
+        .await
+        .starts_with("slowed to 1/min until"));
+    assert!(b
+        .text(&format!("{row} td:nth-child(5)"))
+        .await
+        .contains("4.7.28"));
+    assert_eq!(
+        b.text(r#"tr[data-rule="gmail-rate"] td:nth-child(4)"#)
+            .await,
+        "slow to 1/min for 90min"
+    );
+    b.click(&format!("{row} form button")).await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Site google resumed: its slowdown and suspension are over."
+    );
+    assert_eq!(b.text(&format!("{row} td:nth-child(4)")).await, "normal");
+    let site = &admin.shaping().sites().await.unwrap()[0];
+    assert_eq!(site.slowed_until, None);
+
+    b.click(r#"tr[data-rule="gmail-rate"] form button"#).await;
+    assert_eq!(b.text(".flash").await, "Removed rule gmail-rate.");
+    assert!(admin.shaping().rules().await.unwrap().is_empty());
     b.client.clone().close().await.unwrap();
 }

@@ -110,6 +110,7 @@ pub(crate) enum Nav {
     Groups,
     Messages,
     Suppressions,
+    Shaping,
 }
 
 /// A whole page: header, flash messages, the live part (refreshed by the script) and
@@ -141,6 +142,7 @@ pub(crate) fn page(
                     a class=(on(Nav::Groups)) href=(ctx.url("/groups")) { "Groups" }
                     a class=(on(Nav::Messages)) href=(ctx.url("/messages")) { "Messages" }
                     a class=(on(Nav::Suppressions)) href=(ctx.url("/suppressions")) { "Suppressions" }
+                    a class=(on(Nav::Shaping)) href=(ctx.url("/shaping")) { "Shaping" }
                 }
                 main {
                     h1 { (title) }

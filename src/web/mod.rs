@@ -45,6 +45,8 @@
 //!   filter, with a tick;
 //! * a message (`/messages/{id}`): its state, attempts, due time, lease owner, attempt
 //!   log and payload, with retry now / cancel;
+//! * traffic shaping (`/shaping`): the shaped sites (limits, messages in flight, a rule's
+//!   slowdown or suspension, with a button that ends it) and the reply rules;
 //! * suppressions (`/suppressions`): the suppression list filtered by address or reason,
 //!   paged, with a form to add an entry (scope, reason, expiry) and remove per entry, and
 //!   the newest messages it stopped.
@@ -109,6 +111,7 @@ mod layout;
 mod live_pages;
 mod pages;
 mod sampler;
+mod shaping_pages;
 mod signature;
 mod suppression_pages;
 #[cfg(feature = "smtp")]
@@ -271,6 +274,12 @@ impl<B: Backend> WebAdmin<B> {
             .route("/groups/{name}/pause", post(live_pages::group_pause::<B>))
             .route("/groups/{name}/resume", post(live_pages::group_resume::<B>))
             .route("/groups/{name}/cancel", post(live_pages::group_cancel::<B>))
+            .route("/shaping", get(shaping_pages::shaping_page::<B>))
+            .route("/shaping/resume", post(shaping_pages::shaping_resume::<B>))
+            .route(
+                "/shaping/rules/remove",
+                post(shaping_pages::shaping_rule_remove::<B>),
+            )
             .route(
                 "/suppressions",
                 get(suppression_pages::suppressions_page::<B>),
