@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use tower::Layer;
 
-use super::RateLimitService;
+use super::{line::Line, RateLimitService};
 use crate::{clock::Clock, store::RateBucketStore};
 
 /// Adds [`RateLimitService`] (bucket `bucket`) around a service.
@@ -16,9 +16,8 @@ pub struct RateLimitLayer {
     pub(super) max_inline_wait: Duration,
     /// The type whose messages take the tokens, for the wait metric.
     type_tag: &'static str,
-    /// One message at a time asks for a token, in the order the worker started them
-    /// (claim order): the oldest gets the next token (a fair lock queues in call order).
-    pub(super) turn: Arc<tokio::sync::Mutex<()>>,
+    /// One message at a time asks for a token, the oldest started first (claim order).
+    pub(super) line: Arc<Line>,
 }
 
 impl RateLimitLayer {
@@ -39,7 +38,7 @@ impl RateLimitLayer {
             clock,
             max_inline_wait,
             type_tag,
-            turn: Arc::default(),
+            line: Arc::default(),
         }
     }
 

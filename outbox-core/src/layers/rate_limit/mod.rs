@@ -20,12 +20,16 @@
 //! freed, and the worker starts nothing more of that type until the token is due (at most
 //! 2 s at a time, so a rate raised at runtime is seen quickly); claimed messages that wait
 //! longer than half their lease are given back too. Waiting is never a failed attempt.
+//! Messages ask for tokens one at a time, the oldest started first (claim order), and while
+//! the worker is held the newer ones already started go back in line without asking, so
+//! tokens go out oldest first even after a message was put back.
 //!
 //! Failure modes: a bucket that does not exist defers its messages by a minute and logs
 //! how to create it; a database error while taking a token defers by a few seconds. The
 //! bound assumes the processes' clocks agree (NTP); skew widens it by rate × skew.
 
 mod layer;
+mod line;
 mod service;
 
 /// The `tracing` target of the event emitted at every token grant (fields `bucket` and

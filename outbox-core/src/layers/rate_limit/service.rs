@@ -8,6 +8,7 @@ use std::{
     time::Duration,
 };
 
+use apalis_core::task::Task;
 use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use tower::Service;
@@ -17,13 +18,16 @@ use crate::{
     clock::{unix_secs_f64, Due},
     error::BoxError,
     layers::outcome::Deferred,
-    store::TokenGrant,
+    store::{Claimed, TokenGrant},
 };
 
 /// How long a message waits when its bucket does not exist.
 const MISSING_BUCKET_DEFER: Duration = Duration::from_secs(60);
 /// How long a message waits when taking a token failed.
 const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
+/// Shortest hold after a deferral: long enough that the newer messages already started
+/// find the worker held and go back in line behind the deferred one.
+const MIN_HOLD: Duration = Duration::from_millis(20);
 /// Longest time the worker stops fetching after a deferral before it asks the bucket
 /// again (so a rate raised at runtime is seen within this).
 const MAX_HOLD: Duration = Duration::from_secs(2);
@@ -51,11 +55,10 @@ impl<S: Clone> Clone for RateLimitService<S> {
     }
 }
 
-impl<S, Req> Service<Req> for RateLimitService<S>
+impl<S> Service<Task<Claimed>> for RateLimitService<S>
 where
-    S: Service<Req, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Task<Claimed>, Error = BoxError> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    Req: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -81,18 +84,31 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Req) -> Self::Future {
+    fn call(&mut self, req: Task<Claimed>) -> Self::Future {
         // The instance that was polled ready is the one that must be called.
         let fresh = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let layer = self.layer.clone();
         let hold_until = Arc::clone(&self.hold_until);
+        // In line now, as the worker starts it: the oldest started asks first, however the
+        // runtime orders the first polls of these futures.
+        let place = layer.line.join(&req.args);
         Box::pin(async move {
-            // The oldest message asks first: messages take their turn in the order the
-            // worker started them (claim order), so tokens go out oldest-first.
             let token = {
-                let _turn = layer.turn.lock().await;
-                take_token(&layer, &hold_until).await
+                let _turn = place.turn().await;
+                if held(&hold_until) {
+                    // An older message found no token and holds the worker: this newer
+                    // one goes back in line behind it instead of taking the next token.
+                    Err(Box::new(Deferred {
+                        until: None,
+                        reason: format!(
+                            "behind an older message waiting for a token of `{}`",
+                            layer.bucket
+                        ),
+                    }) as BoxError)
+                } else {
+                    take_token(&layer, &hold_until).await
+                }
             };
             match token {
                 Ok(()) => inner.call(req).await,
@@ -100,6 +116,14 @@ where
             }
         })
     }
+}
+
+/// True while a deferral holds the worker.
+fn held(hold_until: &Mutex<Option<Instant>>) -> bool {
+    hold_until
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some_and(|until| Instant::now() < until)
 }
 
 /// Takes a token from the layer's bucket: `Ok` once granted (waiting for it when it is due
@@ -138,7 +162,7 @@ async fn take_token(
             Ok(TokenGrant::Wait(wait)) => {
                 layer.count_wait();
                 *hold_until.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Instant::now() + wait.min(MAX_HOLD));
+                    Some(Instant::now() + wait.clamp(MIN_HOLD, MAX_HOLD));
                 // Back unchanged, keeping its place in line; the hold stops this
                 // worker from starting more until a token is near.
                 return Err(Box::new(Deferred {
