@@ -233,6 +233,9 @@ pub(crate) fn precheck<M: OutboxMessage>(payload: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("`{}` message is invalid: {e}", M::TYPE))
 }
 
+/// Reads the recipient a stored payload names (`None`: none, or it does not decode).
+pub(crate) type RecipientOf = fn(&[u8]) -> Option<Recipient>;
+
 /// The recipient a stored payload of `M` names; `None` when it names none or does not
 /// decode (its attempt then fails as undecodable, as without the check). A panicking
 /// `recipient` counts as none.

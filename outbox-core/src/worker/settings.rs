@@ -37,8 +37,7 @@ pub(crate) struct WorkerSettings {
     pub(crate) recipient_of: Option<RecipientOf>,
 }
 
-/// Reads the recipient a stored payload names (`None`: none, or it does not decode).
-pub(crate) type RecipientOf = fn(&[u8]) -> Option<crate::message::Recipient>;
+pub(crate) use crate::message::RecipientOf;
 
 impl WorkerSettings {
     /// These settings for the worker named `owner` (the lease owner of what it claims).

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use tower::Layer;
 
 use super::{Shaper, ShapingService};
-use crate::worker::RecipientOf;
+use crate::message::RecipientOf;
 
 /// Adds [`ShapingService`] around a service.
 #[derive(Clone)]
