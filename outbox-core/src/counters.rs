@@ -44,6 +44,11 @@ pub mod names {
     /// Counter: messages a worker found suppressed before sending (kept as suppressed, not
     /// sent); labelled `type`. Those found at enqueue show in the `suppressed` queue depth.
     pub const SUPPRESSED: &str = "outbox_suppressed_total";
+    /// Counter: messages traffic shaping deferred (labels `site`, `why`: `limit` when the
+    /// site had no room, `reply` when a rule matched the server's reply); not attempts.
+    pub const SHAPING_DEFERRED: &str = "outbox_shaping_deferred_total";
+    /// Counter: a rule slowed or suspended a site (labels `site`, `rule`).
+    pub const SHAPING_ACTIONS: &str = "outbox_shaping_actions_total";
 }
 
 /// Shared counters, bumped by every worker's flusher for the settlements it wrote.

@@ -10,6 +10,7 @@ use std::{
 
 use crate::{
     clock::{Clock, Due},
+    counters::names,
     error::BoxError,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred},
@@ -166,6 +167,7 @@ impl Shaper {
                 slot,
             })),
             Ok(Some(SiteDecision::Wait { wait, why })) => {
+                count_deferred(site, "limit");
                 let due = self.spread(site, now, wait, spacing(&row, now));
                 Err(deferred(due, why))
             }
@@ -233,6 +235,12 @@ impl Shaper {
             {
                 Ok(news) => {
                     if news {
+                        metrics::counter!(
+                            names::SHAPING_ACTIONS,
+                            "site" => site.to_owned(),
+                            "rule" => rule.name.clone()
+                        )
+                        .increment(1);
                         tracing::warn!(
                             site, rule = %rule.name, action = %rule.action, hits,
                             reply = %excerpt(&failed.reason),
@@ -261,11 +269,13 @@ impl Shaper {
             })),
             RuleAction::Bounce => Err(error),
             RuleAction::Slow { per_second, .. } => {
+                count_deferred(site, "reply");
                 let gap = Duration::from_secs_f64(1.0 / per_second).max(MIN_SPACING);
                 let due = self.spread(site, now, gap, gap);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
             RuleAction::Suspend { duration } => {
+                count_deferred(site, "reply");
                 let wait = if reached {
                     duration
                 } else {
@@ -330,6 +340,12 @@ fn spacing(row: &SiteState, now: SystemTime) -> Duration {
         .map(|r| Duration::from_secs_f64(1.0 / r))
         .unwrap_or(MIN_SPACING)
         .max(MIN_SPACING)
+}
+
+/// Counts a message shaping deferred at `site` (`why`: `limit` or `reply`).
+fn count_deferred(site: &str, why: &'static str) {
+    metrics::counter!(names::SHAPING_DEFERRED, "site" => site.to_owned(), "why" => why)
+        .increment(1);
 }
 
 fn deferred(due: SystemTime, reason: String) -> BoxError {
