@@ -4,7 +4,9 @@
 //! one it took. A stored rule matches that reply; at its threshold (2 matches) the domain is
 //! slowed to the rule's rate (2/s), every refused message is deferred without using an
 //! attempt, and the mail to another domain goes at full speed meanwhile. Nothing is
-//! dead-lettered.
+//! dead-lettered. Also: domains on the same mail exchangers (served by a real DNS server,
+//! dnsmasq) share one site; two outboxes on one database share a site's rate; a bounce rule
+//! turns a matched reply into a dead letter.
 
 mod common;
 #[path = "common/smtp_sink.rs"]
@@ -387,4 +389,122 @@ async fn domains_on_the_same_exchangers_share_one_site() {
         .iter()
         .any(|s| s.site == "a.test" || s.site == "b.test"));
     eprintln!("a.test + b.test: 20 in {span:.2} s through one site");
+}
+
+/// A site's limits hold across processes: two outboxes on one database share the site's
+/// bucket, so together they send no faster than its rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_outboxes_share_a_sites_rate() {
+    let db = TestDb::new().await;
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let to = format!("user{n}@paced.test");
+        ids.push(email(&to).enqueue(&mut *tx).await.unwrap().id().to_string());
+    }
+    tx.commit().await.unwrap();
+    let outbox = || {
+        Outbox::new(db.backend())
+            .shaping(Shaping::new().site("paced.test", SiteLimit::per(5.0, Duration::from_secs(1))))
+            .register::<Email, _>(mailer.handler())
+    };
+    let (a, b) = (outbox(), outbox());
+    let done = async {
+        let ok = eventually(Duration::from_secs(60), || async {
+            for id in &ids {
+                if db.status(id).await.is_some() {
+                    return false;
+                }
+            }
+            true
+        })
+        .await;
+        assert!(ok, "not every message was delivered");
+    };
+    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
+    let second = async {
+        b.run_until(async {
+            let _ = stopped_b.await;
+        })
+        .await
+        .unwrap()
+    };
+    let first = async {
+        a.run_until(done).await.unwrap();
+        let _ = stop_b.send(());
+    };
+    tokio::join!(first, second);
+    let mut at: Vec<Instant> = sink.received().iter().map(|r| r.at).collect();
+    at.sort();
+    assert_eq!(at.len(), 20);
+    let span = at.last().unwrap().duration_since(at[0]).as_secs_f64();
+    // One bucket for both: 20 at 5/s (burst 1) span at least 19/5 s, less a little for the
+    // scheduler; a bucket per process would take half that.
+    assert!(span >= 19.0 / 5.0 * 0.9, "20 messages in {span:.2} s");
+    eprintln!("two outboxes: 20 in {span:.2} s at 5/s");
+}
+
+/// A bounce rule gives a message up at its threshold: a reply that would be retried for
+/// ever (a blocklist's 451) becomes a dead letter that names the rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounce_rule_dead_letters_the_message() {
+    let db = TestDb::new().await;
+    let sink = SmtpSink::start(SinkOptions {
+        rcpt_domain_replies: HashMap::from([(
+            "blocked.test".to_owned(),
+            "451 4.7.1 Service unavailable; client host blocked using Spamhaus",
+        )]),
+        ..SinkOptions::default()
+    })
+    .await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let blocked = email("ann@blocked.test").enqueue(&mut *tx).await.unwrap();
+    let fine = email("bob@fine.test").enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let rule = ShapingRule::new(
+        "blocklisted",
+        "(?i)blocked using spamhaus",
+        RuleAction::Bounce,
+    )
+    .unwrap();
+    let outbox = Outbox::new(db.backend())
+        .shaping(Shaping::new().rule(rule))
+        .register::<Email, _>(mailer.handler());
+    let admin = outbox.admin();
+    outbox
+        .run_until(async {
+            let gone = eventually(Duration::from_secs(20), || async {
+                db.status(blocked.id().as_str()).await.is_none()
+                    && db.status(fine.id().as_str()).await.is_none()
+            })
+            .await;
+            assert!(gone, "both messages left the queue");
+        })
+        .await
+        .unwrap();
+    let dead = admin
+        .dead_letters()
+        .list(&DeadLetterFilter::default(), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].id.as_str(), blocked.id().as_str());
+    assert!(
+        dead[0]
+            .last_error
+            .contains("bounced by shaping rule `blocklisted`"),
+        "{}",
+        dead[0].last_error
+    );
+    assert_eq!(dead[0].attempts, 1, "given up at the first match");
+    assert_eq!(sink.received().len(), 1, "the other message was sent");
 }
