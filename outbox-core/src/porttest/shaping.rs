@@ -94,7 +94,7 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
     let full = b.take_site("capped", "c#1", at(0.0), LEASE).await.unwrap();
     assert!(!wait(&full).is_zero());
     assert_eq!(b.sites(at(0.0)).await.unwrap()[0].in_flight, 2);
-    b.release_site("capped", "a#1").await.unwrap();
+    b.release_site("capped", "a#1", at(0.1)).await.unwrap();
     assert!(granted(
         &b.take_site("capped", "c#1", at(0.1), LEASE).await.unwrap()
     ));
@@ -105,6 +105,13 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
     assert!(granted(
         &b.take_site("capped", "d#1", at(31.0), LEASE).await.unwrap()
     ));
+    // The same holder taking its slot again (its release was lost) renews it.
+    assert!(granted(
+        &b.take_site("capped", "d#1", at(31.5), LEASE).await.unwrap()
+    ));
+    assert_eq!(b.sites(at(31.5)).await.unwrap()[0].in_flight, 1);
+    b.release_site("capped", "d#1", at(32.0)).await.unwrap();
+    assert_eq!(b.sites(at(32.0)).await.unwrap()[0].in_flight, 0);
 }
 
 /// A rule's matches at a site are counted within its window; old ones fall out.

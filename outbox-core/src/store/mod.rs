@@ -492,11 +492,13 @@ pub trait ShapingStore: Send + Sync + 'static {
         now: SystemTime,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>>;
-    /// Frees the slot `holder` took at `site` (nothing if it took none).
+    /// Frees the slot `holder` took at `site` (nothing if it took none), and the site's
+    /// slots whose lease ran out before `now`.
     fn release_site<'a>(
         &'a self,
         site: &'a str,
         holder: &'a str,
+        now: SystemTime,
     ) -> BoxFuture<'a, Result<(), Error>>;
     /// Records a match of rule `rule` at `site` at `now`; returns the matches within
     /// `window` before `now`, this one included (older ones are forgotten).

@@ -156,7 +156,6 @@ static QUERIES: Queries = Queries {
     site_configure: include_str!("queries/site_configure.sql"),
     sites_unconfigure: include_str!("queries/sites_unconfigure.sql"),
     site_lock: include_str!("queries/site_lock.sql"),
-    site_slots_expire: include_str!("queries/site_slots_expire.sql"),
     site_slots_count: include_str!("queries/site_slots_count.sql"),
     site_spend: include_str!("queries/site_spend.sql"),
     site_slot_take: include_str!("queries/site_slot_take.sql"),

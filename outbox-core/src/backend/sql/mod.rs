@@ -319,8 +319,6 @@ pub struct Queries {
     pub sites_unconfigure: &'static str,
     /// One site's row, locked.
     pub site_lock: &'static str,
-    /// Frees a site's expired slots.
-    pub site_slots_expire: &'static str,
     /// A site's messages in flight.
     pub site_slots_count: &'static str,
     /// A site's tokens after a grant.

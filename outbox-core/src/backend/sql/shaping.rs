@@ -76,12 +76,8 @@ impl<D: Dialect> ShapingStore for D {
                 let state = site_state(row)?;
                 let mut in_flight = 0;
                 if state.limit.max_concurrent.is_some() {
-                    let expire = [Arg::Text(site), Arg::Real(secs)];
-                    self.execute(Some(&mut tx), q.site_slots_expire, &expire)
-                        .await?;
-                    let count = self
-                        .fetch(Some(&mut tx), q.site_slots_count, &[Arg::Text(site)])
-                        .await?;
+                    let live = [Arg::Text(site), Arg::Real(secs)];
+                    let count = self.fetch(Some(&mut tx), q.site_slots_count, &live).await?;
                     let live = count.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
                     in_flight = u32::try_from(live.max(0)).unwrap_or(u32::MAX);
                 }
@@ -111,9 +107,14 @@ impl<D: Dialect> ShapingStore for D {
         &'a self,
         site: &'a str,
         holder: &'a str,
+        now: SystemTime,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
-            let args = [Arg::Text(site), Arg::Text(holder)];
+            let args = [
+                Arg::Text(site),
+                Arg::Text(holder),
+                Arg::Real(unix_secs(now)),
+            ];
             write(self, &[(self.queries().site_slot_release, &args)]).await?;
             Ok(())
         })

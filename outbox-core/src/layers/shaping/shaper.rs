@@ -183,7 +183,11 @@ impl Shaper {
         if !ticket.slot {
             return;
         }
-        if let Err(e) = self.store.release_site(&ticket.site, &ticket.holder).await {
+        if let Err(e) = self
+            .store
+            .release_site(&ticket.site, &ticket.holder, self.clock.now())
+            .await
+        {
             tracing::debug!(
                 site = %ticket.site, error = %e,
                 "cannot free a shaping slot; it frees itself when its lease runs out"

@@ -1,2 +1,3 @@
--- The message ended: its slot is free. ? site, ? holder
-DELETE FROM outbox_site_slots WHERE site = $1 AND holder = $2
+-- The message ended: its slot is free, and so are the site's slots whose lease ran out.
+-- ? site, ? holder, ? now (unix s)
+DELETE FROM outbox_site_slots WHERE site = $1 AND (holder = $2 OR expires_at <= $3)
