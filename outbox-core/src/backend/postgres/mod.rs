@@ -222,6 +222,7 @@ static QUERIES: Queries = Queries {
     groups_suppressed: include_str!("queries/groups_suppressed.sql"),
     token_use: include_str!("queries/token_use.sql"),
     tokens_forget: include_str!("queries/tokens_forget.sql"),
+    site_soft_commit: "SET LOCAL synchronous_commit TO OFF",
     site_configure: include_str!("queries/site_configure.sql"),
     sites_unconfigure: include_str!("queries/sites_unconfigure.sql"),
     site_lock: include_str!("queries/site_lock.sql"),

@@ -313,6 +313,10 @@ pub struct Queries {
     pub token_use: &'static str,
     /// Forgets old used tokens of one kind.
     pub tokens_forget: &'static str,
+    /// Run first in the transactions of a site's grant and release, or empty: shaping
+    /// state is soft (a lost slot frees itself after its lease), so PostgreSQL commits it
+    /// without waiting for the WAL flush.
+    pub site_soft_commit: &'static str,
     /// Writes a configured site's limits.
     pub site_configure: &'static str,
     /// Drops every site's configured limits.

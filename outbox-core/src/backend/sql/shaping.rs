@@ -66,6 +66,9 @@ impl<D: Dialect> ShapingStore for D {
             let secs = unix_secs(now);
             transient_retries::<D, _, _, _>(|| async move {
                 let mut tx = self.begin_write().await?;
+                if !q.site_soft_commit.is_empty() {
+                    self.execute(Some(&mut tx), q.site_soft_commit, &[]).await?;
+                }
                 let rows = self
                     .fetch(Some(&mut tx), q.site_lock, &[Arg::Text(site)])
                     .await?;
@@ -115,7 +118,13 @@ impl<D: Dialect> ShapingStore for D {
                 Arg::Text(holder),
                 Arg::Real(unix_secs(now)),
             ];
-            write(self, &[(self.queries().site_slot_release, &args)]).await?;
+            let q = self.queries();
+            let release = (q.site_slot_release, &args[..]);
+            if q.site_soft_commit.is_empty() {
+                write(self, &[release]).await?;
+            } else {
+                write(self, &[(q.site_soft_commit, &[]), release]).await?;
+            }
             Ok(())
         })
     }
