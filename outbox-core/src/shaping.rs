@@ -23,6 +23,22 @@ pub const MAX_SHAPING_NAME_LEN: usize = 200;
 /// Longest pattern of a rule.
 pub const MAX_PATTERN_LEN: usize = 1_000;
 
+/// Longest slowdown, suspension or rule window (a year and a day).
+pub const MAX_SHAPING_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
+/// Slowest rate a site or a rule may set: one message a day.
+pub const MIN_SHAPING_RATE: f64 = 1.0 / 86_400.0;
+
+/// `secs` as a duration, at most [`MAX_SHAPING_DURATION`] (and 0 for NaN or less).
+pub fn bounded_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs)
+        .unwrap_or(MAX_SHAPING_DURATION)
+        .min(MAX_SHAPING_DURATION)
+}
+
 /// The limits of one site. Without a rate the site takes no tokens; without a cap any number
 /// of its messages may be sent at once.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,8 +92,10 @@ impl SiteLimit {
     /// Explains limits that cannot work.
     pub fn check(&self) -> Result<(), String> {
         if let Some(rate) = self.per_second {
-            if !(rate.is_finite() && rate > 0.0) {
-                return Err(format!("the rate must be positive, not {rate} per second"));
+            if !(rate.is_finite() && rate >= MIN_SHAPING_RATE) {
+                return Err(format!(
+                    "the rate must be at least one message a day, not {rate} per second"
+                ));
             }
         }
         if !(self.burst.is_finite() && self.burst >= 1.0) {
@@ -123,6 +141,8 @@ pub enum SiteDecision {
     Granted {
         /// Tokens left.
         tokens: f64,
+        /// A token was spent (a rate is in force).
+        token: bool,
         /// Take a slot.
         slot: bool,
     },
@@ -179,7 +199,10 @@ impl SiteState {
     pub fn decide(&self, now: SystemTime, in_flight: u32) -> SiteDecision {
         if let Some(until) = self.suspended_until.filter(|u| now < *u) {
             return SiteDecision::Wait {
-                wait: until.duration_since(now).unwrap_or_default(),
+                wait: until
+                    .duration_since(now)
+                    .unwrap_or_default()
+                    .min(MAX_SHAPING_DURATION),
                 why: format!(
                     "site `{}` is suspended{}",
                     self.site,
@@ -193,7 +216,7 @@ impl SiteState {
         let tokens = self.tokens_at(now);
         if let Some(rate) = self.rate_at(now) {
             if tokens < 1.0 {
-                let wait = Duration::from_secs_f64(((1.0 - tokens) / rate).max(0.0));
+                let wait = bounded_secs((1.0 - tokens) / rate);
                 let slowed = if self.slowed_at(now) { " (slowed)" } else { "" };
                 return SiteDecision::Wait {
                     wait,
@@ -209,12 +232,10 @@ impl SiteState {
                 };
             }
         }
-        let tokens = match self.rate_at(now) {
-            Some(_) => tokens - 1.0,
-            None => self.tokens,
-        };
+        let token = self.rate_at(now).is_some();
         SiteDecision::Granted {
-            tokens,
+            tokens: if token { tokens - 1.0 } else { self.tokens },
+            token,
             slot: self.limit.max_concurrent.is_some(),
         }
     }
@@ -375,28 +396,33 @@ impl ShapingRule {
                 "rule `{name}`: the threshold must be at least 1 match"
             ));
         }
-        if self.window.is_zero() {
-            return Err(format!("rule `{name}`: the window must be longer than 0"));
+        if self.window.is_zero() || self.window > MAX_SHAPING_DURATION {
+            return Err(format!(
+                "rule `{name}`: the window must be longer than 0 and at most a year"
+            ));
         }
         match self.action {
             RuleAction::Slow {
                 per_second,
                 duration,
             } => {
-                if !(per_second.is_finite() && per_second > 0.0) {
+                if !(per_second.is_finite() && per_second >= MIN_SHAPING_RATE) {
                     return Err(format!(
-                        "rule `{name}`: the slowed rate must be positive, not {per_second}/s"
+                        "rule `{name}`: the slowed rate must be positive and at least one \
+                         message a day, not {per_second}/s"
                     ));
                 }
-                if duration.is_zero() {
+                if duration.is_zero() || duration > MAX_SHAPING_DURATION {
                     return Err(format!(
-                        "rule `{name}`: the slowdown must last longer than 0"
+                        "rule `{name}`: the slowdown must last longer than 0 and at most a year"
                     ));
                 }
             }
-            RuleAction::Suspend { duration } if duration.is_zero() => {
+            RuleAction::Suspend { duration }
+                if duration.is_zero() || duration > MAX_SHAPING_DURATION =>
+            {
                 return Err(format!(
-                    "rule `{name}`: the suspension must last longer than 0"
+                    "rule `{name}`: the suspension must last longer than 0 and at most a year"
                 ))
             }
             _ => {}
@@ -762,6 +788,7 @@ mod tests {
             s.decide(at(1000.0), 0),
             SiteDecision::Granted {
                 tokens: 1.0,
+                token: true,
                 slot: false
             }
         );
@@ -783,6 +810,7 @@ mod tests {
             s.decide(at(1000.0), 1),
             SiteDecision::Granted {
                 tokens: 1.0,
+                token: false,
                 slot: true
             }
         );
@@ -893,6 +921,25 @@ mod tests {
             },
         );
         assert!(zero.unwrap_err().contains("positive"));
+        let forever = ShapingRule::new(
+            "x",
+            "a",
+            RuleAction::Suspend {
+                duration: Duration::MAX,
+            },
+        );
+        assert!(forever.unwrap_err().contains("at most a year"));
+        let glacial = ShapingRule::new(
+            "x",
+            "a",
+            RuleAction::Slow {
+                per_second: 1e-30,
+                duration: Duration::from_secs(1),
+            },
+        );
+        assert!(glacial.unwrap_err().contains("one message a day"));
+        assert_eq!(bounded_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(bounded_secs(1e30), MAX_SHAPING_DURATION);
         let rule = ShapingRule::new("x", "a", RuleAction::Bounce)
             .unwrap()
             .threshold(0, Duration::from_secs(1));

@@ -169,6 +169,7 @@ macro_rules! port_suite {
             shaping::rule_matches_are_counted_in_their_window,
             shaping::slowing_and_suspending_change_the_grants,
             shaping::rules_are_stored_replaced_and_removed,
+            shaping::in_force_refund_renew_and_prune,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {

@@ -94,7 +94,9 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
     let full = b.take_site("capped", "c#1", at(0.0), LEASE).await.unwrap();
     assert!(!wait(&full).is_zero());
     assert_eq!(b.sites(at(0.0)).await.unwrap()[0].in_flight, 2);
-    b.release_site("capped", "a#1", at(0.1)).await.unwrap();
+    b.release_site("capped", "a#1", false, at(0.1))
+        .await
+        .unwrap();
     assert!(granted(
         &b.take_site("capped", "c#1", at(0.1), LEASE).await.unwrap()
     ));
@@ -110,7 +112,9 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
         &b.take_site("capped", "d#1", at(31.5), LEASE).await.unwrap()
     ));
     assert_eq!(b.sites(at(31.5)).await.unwrap()[0].in_flight, 1);
-    b.release_site("capped", "d#1", at(32.0)).await.unwrap();
+    b.release_site("capped", "d#1", false, at(32.0))
+        .await
+        .unwrap();
     assert_eq!(b.sites(at(32.0)).await.unwrap()[0].in_flight, 0);
 }
 
@@ -260,4 +264,66 @@ pub async fn rules_are_stored_replaced_and_removed<H: PortHarness>(h: &H) {
         .map(Result::unwrap)
         .collect();
     assert_eq!(stored, [suspend, replaced]);
+}
+
+/// The workers read only the sites in force; a token given back can be spent again; a
+/// renewed slot outlives its first lease; a rule's site whose action ended a day ago is
+/// forgotten at the next configuration.
+pub async fn in_force_refund_renew_and_prune<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let sites = vec![
+        ("capped".to_owned(), SiteLimit::concurrent(1)),
+        (
+            "rated".to_owned(),
+            SiteLimit::per(1.0, Duration::from_secs(60)),
+        ),
+    ];
+    b.configure_sites(&sites, at(0.0)).await.unwrap();
+    let slow = RuleAction::Slow {
+        per_second: 1.0,
+        duration: Duration::from_secs(60),
+    };
+    b.act_on_site("ruled", &slow, "rule `r`", at(0.0))
+        .await
+        .unwrap();
+    let names = |v: Vec<crate::store::SiteState>| v.into_iter().map(|s| s.site).collect::<Vec<_>>();
+    assert_eq!(
+        names(b.sites_in_force(at(10.0)).await.unwrap()),
+        ["capped", "rated", "ruled"]
+    );
+    assert_eq!(
+        names(b.sites_in_force(at(70.0)).await.unwrap()),
+        ["capped", "rated"]
+    );
+
+    // One token a minute: spent, given back (the message was put back), spent again.
+    assert!(granted(
+        &b.take_site("rated", "a#1", at(0.0), LEASE).await.unwrap()
+    ));
+    assert!(!granted(
+        &b.take_site("rated", "b#1", at(0.0), LEASE).await.unwrap()
+    ));
+    b.release_site("rated", "a#1", true, at(0.0)).await.unwrap();
+    assert!(granted(
+        &b.take_site("rated", "b#1", at(0.0), LEASE).await.unwrap()
+    ));
+
+    // A slot renewed past its first lease still counts.
+    assert!(granted(
+        &b.take_site("capped", "x#1", at(0.0), LEASE).await.unwrap()
+    ));
+    b.renew_site("capped", "x#1", at(100.0)).await.unwrap();
+    assert!(!granted(
+        &b.take_site("capped", "y#1", at(50.0), LEASE).await.unwrap()
+    ));
+    assert!(granted(
+        &b.take_site("capped", "y#1", at(101.0), LEASE)
+            .await
+            .unwrap()
+    ));
+
+    b.configure_sites(&sites, at(60.0 + 86_400.0 + 1.0))
+        .await
+        .unwrap();
+    assert_eq!(names(b.sites(at(0.0)).await.unwrap()), ["capped", "rated"]);
 }

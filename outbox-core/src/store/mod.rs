@@ -473,7 +473,9 @@ pub trait SuppressionStore: Send + Sync + 'static {
 /// the reply rules and their recent matches. Times are the workers' clocks.
 pub trait ShapingStore: Send + Sync + 'static {
     /// Writes the configured limits of `sites` in one transaction; a site configured before
-    /// but not now loses its limits (what rules did to it stays).
+    /// but not now loses its limits (what rules did to it stays). Also forgets the sites a
+    /// rule created whose actions ended more than a day before `now`, and rule matches
+    /// older than a year.
     fn configure_sites<'a>(
         &'a self,
         sites: &'a [(String, SiteLimit)],
@@ -481,6 +483,9 @@ pub trait ShapingStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), Error>>;
     /// Every site with a row, with its live slots at `now`, by name.
     fn sites(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
+    /// The sites the workers must ask at `now` (configured limits, or a rule's action in
+    /// force), by name, without their slots: what each process reads every second.
+    fn sites_in_force(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
     /// Asks `site` for one more message at `now`, in one transaction on its locked row
     /// ([`SiteState::decide`]); a grant spends its token and, when the site caps messages
     /// in flight, takes a slot held by `holder` until it is released or `now + lease`.
@@ -493,12 +498,22 @@ pub trait ShapingStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>>;
     /// Frees the slot `holder` took at `site` (nothing if it took none), and the site's
-    /// slots whose lease ran out before `now`.
+    /// slots whose lease ran out before `now`; with `refund`, gives back the token the
+    /// grant spent (the message did not reach its side effect).
     fn release_site<'a>(
         &'a self,
         site: &'a str,
         holder: &'a str,
+        refund: bool,
         now: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// Extends the slot `holder` holds at `site` until `until` (a send that outlasts its
+    /// first lease keeps its place under the cap).
+    fn renew_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+        until: SystemTime,
     ) -> BoxFuture<'a, Result<(), Error>>;
     /// Records a match of rule `rule` at `site` at `now`; returns the matches within
     /// `window` before `now`, this one included (older ones are forgotten).

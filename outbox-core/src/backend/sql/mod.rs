@@ -317,6 +317,14 @@ pub struct Queries {
     /// state is soft (a lost slot frees itself after its lease), so PostgreSQL commits it
     /// without waiting for the WAL flush.
     pub site_soft_commit: &'static str,
+    /// Gives a site a token back.
+    pub site_refund: &'static str,
+    /// The sites with limits or actions in force.
+    pub sites_in_force: &'static str,
+    /// Forgets rule-created sites idle for a day.
+    pub sites_prune: &'static str,
+    /// Forgets rule matches older than a year.
+    pub site_hits_prune: &'static str,
     /// Writes a configured site's limits.
     pub site_configure: &'static str,
     /// Drops every site's configured limits.
@@ -435,8 +443,10 @@ fn unix_secs(t: SystemTime) -> f64 {
 }
 
 /// The time `secs` unix seconds stand for.
+/// (clamped to the year 5000: a stored value past it cannot overflow the clock).
 fn from_unix_secs(secs: f64) -> SystemTime {
-    std::time::UNIX_EPOCH + Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or_default()
+    std::time::UNIX_EPOCH
+        + Duration::try_from_secs_f64(secs.clamp(0.0, 95_617_584_000.0)).unwrap_or_default()
 }
 
 /// One statement of a write transaction and its parameters.

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use super::{from_unix_secs, transient_retries, unix_secs, write, Arg, Dialect, SqlRow};
 use crate::{
     error::Error,
+    shaping::MAX_SHAPING_DURATION,
     store::{RuleAction, ShapingRule, ShapingStore, SiteDecision, SiteLimit, SiteState},
 };
 
@@ -34,7 +35,15 @@ impl<D: Dialect> ShapingStore for D {
                     ]
                 })
                 .collect();
-            let mut statements = vec![(q.sites_unconfigure, &[][..])];
+            let day_ago = [Arg::Real(now - 86_400.0), Arg::Real(now - 86_400.0)];
+            let year_ago = [Arg::Real(now - MAX_SHAPING_DURATION.as_secs_f64())];
+            // Pruned before the limits are dropped: a site that leaves the configuration
+            // now keeps its row until the next start.
+            let mut statements = vec![
+                (q.sites_prune, &day_ago[..]),
+                (q.site_hits_prune, &year_ago[..]),
+                (q.sites_unconfigure, &[][..]),
+            ];
             statements.extend(args.iter().map(|a| (q.site_configure, &a[..])));
             write(self, &statements).await?;
             Ok(())
@@ -50,6 +59,18 @@ impl<D: Dialect> ShapingStore for D {
                 s.in_flight = u32::try_from(r.int(11)?.max(0)).unwrap_or(u32::MAX);
                 Ok(s)
             });
+            Ok(sites.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn sites_in_force(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+        Box::pin(async move {
+            let now = unix_secs(now);
+            let args = [Arg::Real(now), Arg::Real(now)];
+            let rows = self
+                .fetch(None, self.queries().sites_in_force, &args)
+                .await?;
+            let sites = rows.iter().map(site_state);
             Ok(sites.collect::<Result<_, sqlx::Error>>()?)
         })
     }
@@ -85,11 +106,16 @@ impl<D: Dialect> ShapingStore for D {
                     in_flight = u32::try_from(live.max(0)).unwrap_or(u32::MAX);
                 }
                 let decision = state.decide(now, in_flight);
-                let SiteDecision::Granted { tokens, slot } = decision else {
+                let SiteDecision::Granted {
+                    tokens,
+                    token,
+                    slot,
+                } = decision
+                else {
                     D::commit(tx).await?;
                     return Ok(Some(decision));
                 };
-                if state.rate_at(now).is_some() {
+                if token {
                     let as_of = unix_secs(now.max(state.updated_at));
                     let spend = [Arg::Real(tokens), Arg::Real(as_of), Arg::Text(site)];
                     self.execute(Some(&mut tx), q.site_spend, &spend).await?;
@@ -110,21 +136,49 @@ impl<D: Dialect> ShapingStore for D {
         &'a self,
         site: &'a str,
         holder: &'a str,
+        refund: bool,
         now: SystemTime,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
+            let q = self.queries();
             let args = [
                 Arg::Text(site),
                 Arg::Text(holder),
                 Arg::Real(unix_secs(now)),
             ];
-            let q = self.queries();
-            let release = (q.site_slot_release, &args[..]);
-            if q.site_soft_commit.is_empty() {
-                write(self, &[release]).await?;
-            } else {
-                write(self, &[(q.site_soft_commit, &[]), release]).await?;
+            let refund_args = [Arg::Text(site)];
+            let mut statements = Vec::with_capacity(3);
+            if !q.site_soft_commit.is_empty() {
+                statements.push((q.site_soft_commit, &[][..]));
             }
+            statements.push((q.site_slot_release, &args[..]));
+            if refund {
+                statements.push((q.site_refund, &refund_args[..]));
+            }
+            write(self, &statements).await?;
+            Ok(())
+        })
+    }
+
+    fn renew_site<'a>(
+        &'a self,
+        site: &'a str,
+        holder: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let q = self.queries();
+            let args = [
+                Arg::Text(site),
+                Arg::Text(holder),
+                Arg::Real(unix_secs(until)),
+            ];
+            let mut statements = Vec::with_capacity(2);
+            if !q.site_soft_commit.is_empty() {
+                statements.push((q.site_soft_commit, &[][..]));
+            }
+            statements.push((q.site_slot_take, &args[..]));
+            write(self, &statements).await?;
             Ok(())
         })
     }
@@ -189,12 +243,16 @@ impl<D: Dialect> ShapingStore for D {
             let (ensure, args) = (&ensure, &args);
             transient_retries::<D, _, _, _>(|| async move {
                 let mut tx = self.begin_write().await?;
-                self.execute(Some(&mut tx), q.site_ensure, ensure).await?;
                 // Read under the row's lock: of processes acting at once, one finds the
-                // site free (the news), the others find it held.
-                let rows = self
-                    .fetch(Some(&mut tx), q.site_lock, &[Arg::Text(site)])
-                    .await?;
+                // site free (the news), the others find it held. The row is created only
+                // when missing (MySQL: an insert on an existing row takes a shared lock that
+                // two processes could not both upgrade).
+                let lock = [Arg::Text(site)];
+                let mut rows = self.fetch(Some(&mut tx), q.site_lock, &lock).await?;
+                if rows.is_empty() {
+                    self.execute(Some(&mut tx), q.site_ensure, ensure).await?;
+                    rows = self.fetch(Some(&mut tx), q.site_lock, &lock).await?;
+                }
                 let held = match rows.first() {
                     Some(row) => {
                         let s = site_state(row)?;

@@ -9,8 +9,9 @@
 //! `outbox_sites` for one more message — one transaction on the locked row, so every
 //! process shares the site's token bucket and its cap on messages in flight:
 //!
-//! * **granted**: the message is sent; a capped site's slot is freed when it ends (or when
-//!   its lease runs out, if the process died);
+//! * **granted**: the message is sent; a capped site's slot is renewed while the send
+//!   runs and freed when it ends (or when its lease runs out, if the process died). A
+//!   message its type's rate limit then puts back gives its site the token back;
 //! * **not now**: the message is deferred — not an attempt — to when the site has room.
 //!   Messages deferred by one process are spread one token apart (at most 10 minutes
 //!   ahead), so a slowed site's backlog does not come back all at once; the worker goes on
@@ -23,10 +24,14 @@
 //! for a while, suspend it for a while) and every process follows within a second. A
 //! message whose reply matched a slow or suspend rule is deferred, not charged an attempt,
 //! and is never dead-lettered for it; a bounce rule at its threshold makes the failure
-//! permanent. Mail to sites without a row goes at full speed, with no database work.
+//! permanent. A permanent failure (a `5xx`) counts toward the rules and their actions but
+//! keeps its own fate. Mail to sites without limits or actions in force goes at full speed,
+//! with no database work. Ending a site's slowdown or suspension (`Admin::shaping().resume`)
+//! lets new messages go within a second; those already deferred keep their due times.
 //!
 //! Failure modes: when the site's row cannot be read or written, the message is deferred
-//! by 5 s (nothing is sent past a limit that could not be checked); a rule's match that
+//! by 5 s (nothing is sent past a limit that could not be checked; once the sites were read,
+//! a failed re-read keeps the last ones); a rule's match that
 //! cannot be recorded still defers its message, and its action is tried again at the next
 //! match. Site times are the workers' clocks (NTP keeps them together).
 

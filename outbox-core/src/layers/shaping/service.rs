@@ -8,7 +8,12 @@ use futures::future::BoxFuture;
 use tower::Service;
 
 use super::ShapingLayer;
-use crate::{error::BoxError, layers::Completion, shaping::domain_of, store::Claimed};
+use crate::{
+    error::BoxError,
+    layers::{Completion, Deferred},
+    shaping::domain_of,
+    store::Claimed,
+};
 
 /// Sends a message only when its site has room; turns "too fast" replies into deferrals.
 #[derive(Clone)]
@@ -37,18 +42,26 @@ where
             // No recipient (or a payload that does not decode: its attempt says so).
             return Box::pin(self.inner.call(task));
         };
-        // The instance that was polled ready is the one that must be called.
-        let fresh = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        let holder = format!("{}#{}", task.args.id, task.args.claim);
+        // Called now, as the worker starts the message (a rate limit inside takes its place
+        // in line in claim order), but run only once the site has room; dropped otherwise.
+        let send = self.inner.call(task);
         let layer = self.layer.clone();
         Box::pin(async move {
             let shaper = &layer.shaper;
             let site = shaper.site_of(&domain).await;
-            let holder = format!("{}#{}", task.args.id, task.args.claim);
             let ticket = shaper.enter(&site, &holder, layer.lease).await?;
-            let result = inner.call(task).await;
+            let result = match &ticket {
+                Some(ticket) => shaper.hold(ticket, layer.lease, send).await,
+                None => send.await,
+            };
             if let Some(ticket) = ticket {
-                shaper.leave(ticket).await;
+                // Put back before its side effect (its type's rate limit): not a send.
+                let put_back = matches!(
+                    &result,
+                    Err(e) if e.downcast_ref::<Deferred>().is_some_and(|d| d.until.is_none())
+                );
+                shaper.leave(ticket, put_back).await;
             }
             shaper.after(&site, result).await
         })

@@ -14,7 +14,9 @@ use crate::{
     error::BoxError,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred},
-    shaping::{RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
+    shaping::{
+        bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState, MAX_SHAPING_DURATION,
+    },
     store::ShapingStore,
 };
 
@@ -37,13 +39,19 @@ const MIN_SPACING: Duration = Duration::from_millis(20);
 pub(crate) struct Ticket {
     site: String,
     holder: String,
+    token: bool,
     slot: bool,
 }
+
+/// Most domains whose MX site is remembered; past it the cache starts over.
+const MX_CACHE_MAX: usize = 50_000;
 
 /// A value read from the database, and when.
 struct Cached<T> {
     value: T,
     read: Option<Instant>,
+    /// A read has succeeded once.
+    ever: bool,
 }
 
 impl<T> Cached<T> {
@@ -77,10 +85,12 @@ impl Shaper {
             sites: tokio::sync::Mutex::new(Cached {
                 value: HashMap::new(),
                 read: None,
+                ever: false,
             }),
             rules: tokio::sync::Mutex::new(Cached {
                 value: Arc::default(),
                 read: None,
+                ever: false,
             }),
             mx: Mutex::default(),
             next_free: Mutex::default(),
@@ -113,8 +123,11 @@ impl Shaper {
                 (domain.to_owned(), MX_FAILED_TTL)
             }
         };
-        self.mx_cache()
-            .insert(domain.to_owned(), (site.clone(), Instant::now(), ttl));
+        let mut cache = self.mx_cache();
+        if cache.len() >= MX_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(domain.to_owned(), (site.clone(), Instant::now(), ttl));
         site
     }
 
@@ -123,21 +136,26 @@ impl Shaper {
     }
 
     /// The row of `site` as last read (read again when older than [`SITES_TTL`]); `None`
-    /// when the site has none. A failed read keeps the last rows.
-    async fn site_row(&self, site: &str) -> Option<SiteState> {
+    /// when the site has nothing in force. A failed read keeps the last rows; before the
+    /// first read succeeds, the error (nothing may be sent past limits never read).
+    async fn site_row(&self, site: &str) -> Result<Option<SiteState>, String> {
         let mut sites = self.sites.lock().await;
         if !sites.fresh(SITES_TTL) {
-            match self.store.sites(self.clock.now()).await {
+            match self.store.sites_in_force(self.clock.now()).await {
                 Ok(rows) => {
                     sites.value = rows.into_iter().map(|s| (s.site.clone(), s)).collect();
+                    sites.ever = true;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the shaping sites; using the last ones read")
+                    tracing::warn!(error = %e, "cannot read the shaping sites; using the last ones read");
+                    if !sites.ever {
+                        return Err(e.to_string());
+                    }
                 }
             }
             sites.read = Some(Instant::now());
         }
-        sites.value.get(site).cloned()
+        Ok(sites.value.get(site).cloned())
     }
 
     /// Asks `site` for one more message: `Ok(None)` when the site has nothing in force (no
@@ -149,8 +167,13 @@ impl Shaper {
         lease: Duration,
     ) -> Result<Option<Ticket>, BoxError> {
         let now = self.clock.now();
-        let Some(row) = self.site_row(site).await else {
-            return Ok(None);
+        let row = match self.site_row(site).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                let why = format!("cannot read the limits of site `{site}`: {e}");
+                return Err(deferred(now + STORE_ERROR_DEFER, why));
+            }
         };
         let in_force = row.limit.per_second.is_some()
             || row.limit.max_concurrent.is_some()
@@ -161,9 +184,10 @@ impl Shaper {
         }
         match self.store.take_site(site, holder, now, lease).await {
             Ok(None) => Ok(None),
-            Ok(Some(SiteDecision::Granted { slot, .. })) => Ok(Some(Ticket {
+            Ok(Some(SiteDecision::Granted { token, slot, .. })) => Ok(Some(Ticket {
                 site: site.to_owned(),
                 holder: holder.to_owned(),
+                token,
                 slot,
             })),
             Ok(Some(SiteDecision::Wait { wait, why })) => {
@@ -178,14 +202,42 @@ impl Shaper {
         }
     }
 
-    /// The message of `ticket` ended: its slot (if any) is free.
-    pub(crate) async fn leave(&self, ticket: Ticket) {
+    /// Runs `send` (the message of `ticket`), renewing the ticket's slot every third of
+    /// `lease` while it runs, so a slow send keeps its place under the cap.
+    pub(crate) async fn hold<F: std::future::Future>(
+        &self,
+        ticket: &Ticket,
+        lease: Duration,
+        send: F,
+    ) -> F::Output {
         if !ticket.slot {
+            return send.await;
+        }
+        tokio::pin!(send);
+        let every = (lease / 3).max(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                out = &mut send => return out,
+                _ = tokio::time::sleep(every) => {
+                    let until = self.clock.now() + lease;
+                    if let Err(e) = self.store.renew_site(&ticket.site, &ticket.holder, until).await {
+                        tracing::debug!(site = %ticket.site, error = %e, "cannot renew a shaping slot");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The message of `ticket` ended: its slot (if any) is free; when it was put back
+    /// before its side effect (`refund`), its site gets the token back.
+    pub(crate) async fn leave(&self, ticket: Ticket, refund: bool) {
+        let refund = refund && ticket.token;
+        if !ticket.slot && !refund {
             return;
         }
         if let Err(e) = self
             .store
-            .release_site(&ticket.site, &ticket.holder, self.clock.now())
+            .release_site(&ticket.site, &ticket.holder, refund, self.clock.now())
             .await
         {
             tracing::debug!(
@@ -213,6 +265,9 @@ impl Shaper {
         if !failed.from_handler {
             return Err(error);
         }
+        // A permanent refusal still tells the rules about the site, but the message keeps
+        // its fate (a dead letter), never an endless free deferral.
+        let permanent = failed.kind == HandlerErrorKind::Permanent;
         let book = self.rules().await;
         let Some(rule) = book.find(site, &failed.reason) else {
             return Err(error);
@@ -262,6 +317,9 @@ impl Shaper {
                 ),
             }
         }
+        if permanent {
+            return Err(error);
+        }
         match rule.action {
             RuleAction::Bounce if reached => Err(Box::new(AttemptFailed {
                 kind: HandlerErrorKind::Permanent,
@@ -274,7 +332,7 @@ impl Shaper {
             RuleAction::Bounce => Err(error),
             RuleAction::Slow { per_second, .. } => {
                 count_deferred(site, "reply");
-                let gap = Duration::from_secs_f64(1.0 / per_second).max(MIN_SPACING);
+                let gap = bounded_secs(1.0 / per_second).max(MIN_SPACING);
                 let due = self.spread(site, now, gap, gap);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
@@ -333,15 +391,16 @@ impl Shaper {
 /// The due time of the next deferred message of a site: `wait` from `now`, or the site's
 /// next free time if later, but never more than [`MAX_SPREAD`] ahead.
 fn spread_due(next_free: Option<SystemTime>, now: SystemTime, wait: Duration) -> SystemTime {
-    let earliest = now + wait;
+    let horizon = MAX_SPREAD.max(wait).min(MAX_SHAPING_DURATION);
+    let earliest = now + wait.min(horizon);
     let due = next_free.filter(|t| *t > earliest).unwrap_or(earliest);
-    due.min(now + MAX_SPREAD.max(wait))
+    due.min(now + horizon)
 }
 
 /// The gap between deferred messages of a site: its rate's, else [`MIN_SPACING`].
 fn spacing(row: &SiteState, now: SystemTime) -> Duration {
     row.rate_at(now)
-        .map(|r| Duration::from_secs_f64(1.0 / r))
+        .map(|r| bounded_secs(1.0 / r))
         .unwrap_or(MIN_SPACING)
         .max(MIN_SPACING)
 }
