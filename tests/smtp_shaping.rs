@@ -42,6 +42,14 @@ fn email(to: &str) -> Email {
         .unwrap()
 }
 
+/// A mailer that sends to `sink`.
+fn mailer(sink: &SmtpSink) -> Mailer {
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    Mailer::new(MailerConfig::smtp(smtp)).unwrap()
+}
+
 fn rule() -> ShapingRule {
     ShapingRule::new(
         "test-rate-limited",
@@ -70,10 +78,7 @@ async fn a_rate_limited_domain_slows_to_the_rules_rate_and_others_keep_full_spee
         ..SinkOptions::default()
     })
     .await;
-    let smtp = SmtpConfig::new("127.0.0.1")
-        .port(sink.port)
-        .command_timeout(Duration::from_secs(5));
-    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mailer = mailer(&sink);
 
     // 12 to the throttled domain and 60 to another, interleaved, in one transaction.
     let mut tx = db.pool.begin().await.unwrap();
@@ -317,10 +322,7 @@ async fn domains_on_the_same_exchangers_share_one_site() {
 
     let db = TestDb::new().await;
     let sink = SmtpSink::start(SinkOptions::default()).await;
-    let smtp = SmtpConfig::new("127.0.0.1")
-        .port(sink.port)
-        .command_timeout(Duration::from_secs(5));
-    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mailer = mailer(&sink);
     let mut tx = db.pool.begin().await.unwrap();
     let mut ids = Vec::new();
     for n in 0..10 {
@@ -397,10 +399,7 @@ async fn domains_on_the_same_exchangers_share_one_site() {
 async fn two_outboxes_share_a_sites_rate() {
     let db = TestDb::new().await;
     let sink = SmtpSink::start(SinkOptions::default()).await;
-    let smtp = SmtpConfig::new("127.0.0.1")
-        .port(sink.port)
-        .command_timeout(Duration::from_secs(5));
-    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mailer = mailer(&sink);
     let mut tx = db.pool.begin().await.unwrap();
     let mut ids = Vec::new();
     for n in 0..20 {
@@ -462,10 +461,7 @@ async fn a_bounce_rule_dead_letters_the_message() {
         ..SinkOptions::default()
     })
     .await;
-    let smtp = SmtpConfig::new("127.0.0.1")
-        .port(sink.port)
-        .command_timeout(Duration::from_secs(5));
-    let mailer = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
+    let mailer = mailer(&sink);
     let mut tx = db.pool.begin().await.unwrap();
     let blocked = email("ann@blocked.test").enqueue(&mut *tx).await.unwrap();
     let fine = email("bob@fine.test").enqueue(&mut *tx).await.unwrap();

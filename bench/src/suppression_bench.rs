@@ -11,6 +11,9 @@
 //! Figures: messages per second enqueued (transactions of 100) and drained (a handler that
 //! does nothing), and the ratio to the baseline.
 
+#[path = "scratch.rs"]
+mod scratch;
+
 use std::time::Instant;
 
 use outbox::{prelude::*, Admin, NewSuppression, Recipient, SuppressionReason, SuppressionScope};
@@ -140,44 +143,14 @@ async fn main() {
         .unwrap_or(20_000);
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let pool = outbox::sqlite::connect(&url).await.expect("sqlite");
-    let backend = outbox::SqliteBackend::new(pool.clone());
-    Outbox::new(backend.clone())
-        .migrate()
-        .await
-        .expect("migrate");
+    let (pool, backend) = scratch::sqlite(dir.path()).await;
     let f = measure!(pool, backend, total);
     print("SQLite", total, &f);
 
     #[cfg(feature = "postgres")]
-    {
-        let url = std::env::var("OUTBOX_BENCH_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let admin_pool = outbox::postgres::connect(&url).await.expect("postgres");
-        sqlx::query("DROP DATABASE IF EXISTS outbox_suppression_bench")
-            .execute(&admin_pool)
-            .await
-            .expect("drop");
-        sqlx::query("CREATE DATABASE outbox_suppression_bench")
-            .execute(&admin_pool)
-            .await
-            .expect("create");
-        let url = format!(
-            "{}/outbox_suppression_bench",
-            url.rsplit_once('/').expect("a database in the URL").0
-        );
-        let pool = outbox::postgres::connect(&url).await.expect("postgres");
-        let backend = outbox::PostgresBackend::new(pool.clone());
-        Outbox::new(backend.clone())
-            .migrate()
-            .await
-            .expect("migrate");
-        let f = measure!(pool.clone(), backend, total);
+    scratch::with_postgres("outbox_suppression_bench", |pool, backend| async move {
+        let f = measure!(pool, backend, total);
         print("PostgreSQL", total, &f);
-        pool.close().await;
-        let _ = sqlx::query("DROP DATABASE IF EXISTS outbox_suppression_bench")
-            .execute(&admin_pool)
-            .await;
-    }
+    })
+    .await;
 }
