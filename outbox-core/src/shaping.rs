@@ -507,8 +507,8 @@ pub trait MxLookup: Send + Sync + 'static {
 /// A domain's site is, in order: the site a [`domain`](Self::domain) entry names; with an
 /// [`MxLookup`], the site whose MX suffix matches one of the domain's mail exchangers, else
 /// `mx:` and its sorted MX host names (domains on the same exchangers share limits); else
-/// the domain itself. Only sites with a row (configured limits, or a rule that acted on
-/// them) are shaped; mail to any other domain goes at full speed.
+/// the domain itself. Only sites with configured limits or a rule's action in force are
+/// shaped; mail to any other domain goes at full speed.
 #[derive(Clone, Default)]
 pub struct Shaping {
     pub(crate) sites: Vec<(String, SiteLimit)>,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use crate::{
     clock::Clock,
     error::Error,
-    shaping::check_site,
     store::{Backend, ShapingRule, SiteState},
 };
 
@@ -53,10 +52,5 @@ impl<B: Backend> ShapingAdmin<B> {
     /// configuration comes back when that outbox starts again.
     pub async fn remove_rule(&self, name: &str) -> Result<bool, Error> {
         self.backend.remove_rule(name.trim()).await
-    }
-
-    /// Checks a site name before it is used (1 to 200 printable characters, no spaces).
-    pub fn check_site(site: &str) -> Result<(), Error> {
-        check_site(site).map_err(Error::Config)
     }
 }
