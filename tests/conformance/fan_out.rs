@@ -8,7 +8,7 @@ use outbox::{
     Outbox, Select,
 };
 
-use super::{cases::Mail, harness::Harness};
+use super::{cases::Mail, harness::Harness, processes::spawn_child_with};
 
 /// 2,500 from a lazy iterator, then 1,000 of which 500 are taken: counts add up and the
 /// table holds each key once.
@@ -195,4 +195,84 @@ pub async fn fan_out_from_a_query<H: Harness>() {
         "{e}"
     );
     assert_eq!(h.count_messages("conf.mail").await, 5_000);
+}
+
+/// The users as mails without keys: each run of it enqueues every user again.
+fn users_as_keyless_mails(backend: &str) -> &'static str {
+    match backend {
+        "sqlite" => "SELECT json_object('n', id) AS payload, NULL AS idempotency_key FROM users",
+        "postgres" => {
+            "SELECT json_build_object('n', id) AS payload, NULL::text AS idempotency_key FROM users"
+        }
+        _ => "SELECT JSON_OBJECT('n', id) AS payload, NULL AS idempotency_key FROM users",
+    }
+}
+
+/// A child process (`OUTBOX_CONF_ROLE=select`) that has made no id yet enqueues every user
+/// into the group `OUTBOX_CONF_GROUP` with one `enqueue_select`, and exits.
+pub async fn select_child<H: Harness>(h: &H) {
+    let group = std::env::var("OUTBOX_CONF_GROUP").expect("OUTBOX_CONF_GROUP");
+    let query = Select::new(users_as_keyless_mails(H::NAME));
+    let mut tx = h.pool().begin().await.unwrap();
+    let written = enqueue_select::<Mail, _>(&mut *tx, &query, EnqueueOptions::new().group(group))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(written, 2_000);
+}
+
+/// Two fresh processes, racing, each fan a campaign out from the same query: both commit,
+/// and their 4,000 messages carry distinct ids stamped with the time they were enqueued
+/// (a process's first reserved block once started at time zero in every process, so the
+/// second campaign collided with the first — on MariaDB its rows were silently dropped —
+/// or, once the first was gone, reused its ids and the emails' Message-IDs).
+pub async fn fresh_processes_select_distinct_ids<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    for id in 1..=2_000 {
+        H::insert_user(&mut *tx, id).await;
+    }
+    tx.commit().await.unwrap();
+
+    let started = std::time::SystemTime::now();
+    let children: Vec<_> = ["first", "second"]
+        .into_iter()
+        .map(|g| spawn_child_with(H::NAME, "select", &h.url(), &[("OUTBOX_CONF_GROUP", g)]))
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let logs = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "a campaign process failed: {logs}");
+    }
+    assert_eq!(h.count_messages("conf.mail").await, 4_000);
+
+    let admin = Outbox::new(h.backend()).admin();
+    let mut ids = std::collections::HashSet::new();
+    for group in ["first", "second"] {
+        let p = admin.groups().show(group).await.unwrap().unwrap();
+        assert_eq!(p.pending, 2_000, "{group}: {p:?}");
+        let mut after = None;
+        loop {
+            let page = admin
+                .messages()
+                .list(&LiveFilter::all().in_group(group), after.as_ref(), 500)
+                .await
+                .unwrap();
+            for m in &page.messages {
+                let at = m.id.enqueued_at().expect("a ULID");
+                let age = started.duration_since(at).unwrap_or_default().as_secs();
+                assert!(
+                    age < 60,
+                    "{group}: id {} is stamped {age} s before the run",
+                    m.id
+                );
+                assert!(ids.insert(m.id.clone()), "id {} given twice", m.id);
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+    }
+    assert_eq!(ids.len(), 4_000);
 }

@@ -110,6 +110,10 @@ macro_rules! conformance {
                 fan_out::fan_out_from_a_query::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn fresh_processes_select_distinct_ids() {
+                fan_out::fresh_processes_select_distinct_ids::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn fan_out_from_a_stream() {
                 fan_out::fan_out_from_a_stream::<H>().await
             }

@@ -18,6 +18,20 @@ impl Ids {
             last: 0,
         }
     }
+
+    /// A fresh id: the current time and random bits, greater than every id given out or
+    /// reserved before.
+    fn next(&mut self) -> u128 {
+        // Overflow needs 2^80 ids in one millisecond; it then moves on to the next one.
+        let made = self
+            .generator
+            .generate()
+            .unwrap_or_else(|overflow| overflow.commit_overflow_increment())
+            .0;
+        let id = made.max(self.last.saturating_add(1));
+        self.last = id;
+        id
+    }
 }
 
 static IDS: Mutex<Option<Ids>> = Mutex::new(None);
@@ -34,26 +48,22 @@ impl MessageId {
     /// (and than every block it reserved).
     pub(crate) fn generate() -> Self {
         let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
-        let ids = ids.get_or_insert_with(Ids::new);
-        // Overflow needs 2^80 ids in one millisecond; it then moves on to the next one.
-        let made = ids
-            .generator
-            .generate()
-            .unwrap_or_else(|overflow| overflow.commit_overflow_increment())
-            .0;
-        let id = made.max(ids.last.saturating_add(1));
-        ids.last = id;
+        let id = ids.get_or_insert_with(Ids::new).next();
         Self(ulid::Ulid(id).to_string())
     }
 
-    /// The first 16 characters of a block of 10^10 ids after every id this process made,
-    /// which the ids it makes afterwards all follow (the last 10 characters of a ULID are
-    /// its lowest 50 bits: written as 10 decimal digits, valid base-32 characters, they
-    /// number the block's ids in order). An `INSERT … SELECT` names its rows with it.
+    /// The first 16 characters of a block of 10^10 ids after a fresh id (the current
+    /// millisecond and 30 random bits, so blocks of other processes do not meet it) and
+    /// after every id this process made, which the ids it makes afterwards all follow (the
+    /// last 10 characters of a ULID are its lowest 50 bits: written as 10 decimal digits,
+    /// valid base-32 characters, they number the block's ids in order). An
+    /// `INSERT … SELECT` names its rows with it.
     pub(crate) fn reserve_block() -> String {
         let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
         let ids = ids.get_or_insert_with(Ids::new);
-        let block = ((ids.last >> BLOCK_BITS) + 1) << BLOCK_BITS;
+        // Starting from a fresh id, not from the last one: a process that has made no id
+        // yet would otherwise reserve the block at time zero, the same in every process.
+        let block = ((ids.next() >> BLOCK_BITS) + 1) << BLOCK_BITS;
         ids.last = block | ((1 << BLOCK_BITS) - 1);
         let mut prefix = ulid::Ulid(block).to_string();
         prefix.truncate(16);
@@ -105,6 +115,18 @@ mod tests {
         assert!(
             after.as_str() > format!("{next}9999999999").as_str(),
             "later ids follow the block"
+        );
+    }
+
+    #[test]
+    fn a_reserved_block_carries_the_current_time() {
+        let prefix = MessageId::reserve_block();
+        let id = MessageId::from_string(format!("{prefix}0000000001"));
+        let at = id.enqueued_at().expect("a ULID");
+        let age = SystemTime::now().duration_since(at).unwrap_or_default();
+        assert!(
+            age < std::time::Duration::from_secs(60),
+            "the block is stamped now, not at {at:?}"
         );
     }
 
