@@ -210,6 +210,10 @@ macro_rules! conformance {
                 groups::two_processes_steer_a_group::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cancel_stops_claimed_mails_in_two_processes() {
+                groups::cancel_stops_claimed_mails_in_two_processes::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn live_listing_pages_without_repeats_or_gaps() {
                 groups::live_listing_pages_without_repeats_or_gaps::<H>().await
             }

@@ -45,6 +45,9 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     if role == "group" {
         return super::groups::group_child(h).await;
     }
+    if role == "slow-group" {
+        return super::groups::slow_group_child(h).await;
+    }
     if role == "select" {
         return super::fan_out::select_child(&*h).await;
     }

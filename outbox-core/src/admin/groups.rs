@@ -55,10 +55,13 @@ impl<B: Backend> Groups<B> {
         self.backend.resume_group(name).await
     }
 
-    /// Deletes the group's queued, scheduled and retrying messages (running ones finish)
+    /// Cancels the group's messages enqueued until now that have not started: records the
+    /// cancel in the group's row, then deletes its queued, scheduled and retrying messages
     /// in transactions of at most [`LIVE_BATCH`] messages, counting them as cancelled in
-    /// its progress; returns how many. Messages enqueued into the group while it runs are
-    /// cancelled too; pause the group first if more may come.
+    /// its progress; returns how many it deleted. The running outboxes stop starting the
+    /// ones they had claimed within 0.2 s, as for a pause, and delete those as cancelled
+    /// too; messages already running finish. Messages enqueued into the group afterwards
+    /// are not affected.
     pub async fn cancel(&self, name: &str) -> Result<u64, Error> {
         self.backend
             .cancel_group(name, self.clock.database_now(), LIVE_BATCH)

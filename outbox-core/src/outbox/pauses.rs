@@ -1,12 +1,18 @@
-//! Keeps each type's pause switch, the process's paused groups and its circuit breakers in
-//! step with the database: one read of all three, five times a second.
+//! Keeps each type's pause switch, the process's paused and cancelled groups and its
+//! circuit breakers in step with the database: one read of all of them, five times a
+//! second.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::breakers;
 use crate::{
+    admin::LIVE_BATCH,
     clock::Clock,
     layers::{breaker::BreakerSwitch, pause::PauseSwitch},
     store::{Backend, GROUP_PAUSE_POLL},
@@ -21,7 +27,14 @@ pub(super) struct Steer<B> {
     pub(super) breakers: Vec<Arc<BreakerSwitch>>,
     pub(super) hub: Arc<Hub<B>>,
     pub(super) owner: Arc<str>,
+    /// When this process last deleted what its cancelled groups had left in the queue.
+    pub(super) swept: Mutex<Option<Instant>>,
 }
+
+/// How often a process deletes what recently cancelled groups left in the queue (messages
+/// given back, or running at the cancel and back for a retry), besides right after it gave
+/// some back.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 impl<B: Backend> Steer<B> {
     /// Reads and applies everything every [`GROUP_PAUSE_POLL`] (sooner when a breaker's
@@ -59,25 +72,61 @@ impl<B: Backend> Steer<B> {
         for (queue, switch) in &self.pauses {
             switch.set(steering.paused_types.iter().any(|p| p.type_tag == *queue));
         }
-        let changed = self
-            .hub
-            .paused_groups
-            .set(steering.paused_groups.into_iter().collect());
+        let groups = &self.hub.paused_groups;
+        let changed = groups.set(steering.paused_groups.into_iter().collect());
+        let cancelled = groups.set_cancelled(&steering.cancelled_groups);
         if changed.resumed {
             // Idle workers start the resumed messages now, not at their next probe.
             self.hub.wake_all();
         }
-        if changed.paused {
+        if changed.paused || cancelled {
             let released = self.hub.release_paused_groups();
             if released > 0 {
                 tracing::debug!(
                     released,
-                    "gave back claimed messages of paused groups before they started"
+                    "gave back claimed messages of paused or cancelled groups before they started"
                 );
             }
         }
+        self.sweep_cancelled(backend).await;
         let open = &steering.open_breakers;
         let wait = breakers::apply(backend, clock, &self.breakers, &versions, open, &self.owner);
         wait.await.min(GROUP_PAUSE_POLL)
+    }
+
+    /// Deletes, as cancelled, the messages that recently cancelled groups left in the queue:
+    /// right after this process gave one back, and every [`SWEEP_EVERY`] while a group
+    /// was cancelled in the last [`crate::store::CANCEL_WINDOW`]. Errors are logged and
+    /// the next sweep tries again.
+    async fn sweep_cancelled(&self, backend: &B) {
+        let groups = &self.hub.paused_groups;
+        let given_back = groups.take_given_back();
+        let names = groups.cancelled_names();
+        if names.is_empty() {
+            return;
+        }
+        {
+            let mut swept = self.swept.lock().unwrap_or_else(|e| e.into_inner());
+            let due = swept.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+            if !(given_back || due) {
+                return;
+            }
+            *swept = Some(Instant::now());
+        }
+        for name in names {
+            match backend.cancel_group_leftovers(&name, LIVE_BATCH).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::debug!(
+                    group = %name,
+                    deleted,
+                    "deleted messages of a cancelled group that came back to the queue"
+                ),
+                Err(e) => tracing::debug!(
+                    group = %name,
+                    error = %e,
+                    "cannot delete what a cancelled group left; trying again in a second"
+                ),
+            }
+        }
     }
 }

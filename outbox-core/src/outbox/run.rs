@@ -197,6 +197,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             breakers: breakers::distinct(&breakers),
             hub: Arc::clone(&hub),
             owner: Arc::from(names.prefix()),
+            swept: std::sync::Mutex::new(None),
         };
         // Start paused types and groups paused, and behind the open breakers: read them
         // once before any worker runs.

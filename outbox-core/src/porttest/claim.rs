@@ -51,6 +51,23 @@ pub async fn claim_order_is_priority_then_due_then_id<H: PortHarness>(h: &H) {
     .await;
 
     let claimed = claim(h, t, "w1", 10, at(3_000)).await;
+    // Written at the database's time: read back within a minute of it, then set aside.
+    let now = std::time::SystemTime::now();
+    for c in &claimed {
+        let age = now.duration_since(c.enqueued_at).unwrap_or_default();
+        assert!(
+            age.as_secs() < 60,
+            "{:?} is its enqueue time",
+            c.enqueued_at
+        );
+    }
+    let claimed: Vec<Claimed> = claimed
+        .into_iter()
+        .map(|c| Claimed {
+            enqueued_at: t0(),
+            ..c
+        })
+        .collect();
     let expect = |m: &NewMessage, due_ms: u64| Claimed {
         id: m.id.clone(),
         payload: m.payload.clone(),
@@ -60,6 +77,7 @@ pub async fn claim_order_is_priority_then_due_then_id<H: PortHarness>(h: &H) {
         due_at: at(due_ms),
         claim: 1,
         group: None,
+        enqueued_at: t0(),
     };
     assert_eq!(
         claimed,

@@ -9,7 +9,7 @@ use crate::{
     enqueue::{MessageId, NewMessage},
     store::{
         DeadLetterFilter, DeadLetterStore, GroupHook, GroupStore, LiveFilter, LiveMessageStore,
-        LiveState, QueueStore, Settle,
+        LiveState, PauseStore, QueueStore, Settle,
     },
 };
 
@@ -223,6 +223,32 @@ pub async fn cancel_removes_a_groups_queued_messages<H: PortHarness>(h: &H) {
     assert_eq!(by_filter, 1);
     assert_eq!(progress(h, "g2", 60).await.cancelled, 1);
     assert_eq!(b.cancel_group("g1", Now::At(at(70)), 10).await.unwrap(), 0);
+
+    // The running one comes back to the queue (a retry): no claim takes it, since it was
+    // enqueued before the cancel, and the leftovers' sweep deletes it as cancelled.
+    let retry_now = Settle::Retry {
+        due: Due::At(at(80)),
+        error: "busy".into(),
+        give_back_attempt: false,
+    };
+    b.settle("w1", &[settlement(&c[1], retry_now)], Now::At(at(80)))
+        .await
+        .unwrap();
+    assert!(
+        claim(h, T, "w1", 10, at(90)).await.is_empty(),
+        "not claimed"
+    );
+    let steering = b.steering(Now::At(at(90))).await.unwrap();
+    let cancels: Vec<&str> = steering
+        .cancelled_groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    assert_eq!(cancels, ["g1"], "processes read the recent cancel");
+    assert_eq!(b.cancel_group_leftovers("g1", 10).await.unwrap(), 1);
+    assert_eq!(b.cancel_group_leftovers("g2", 10).await.unwrap(), 0);
+    let p = progress(h, "g1", 100).await;
+    assert_eq!((p.remaining(), p.cancelled), (0, 8), "{p:?}");
 }
 
 /// A delivery counts in its group once, in the transaction that applies it: a fenced

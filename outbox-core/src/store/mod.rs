@@ -75,6 +75,23 @@ pub struct Steering {
     pub paused_groups: Vec<String>,
     /// The open circuit breakers.
     pub open_breakers: Vec<BreakerState>,
+    /// The groups cancelled in the last [`CANCEL_WINDOW`], with the time of their cancel:
+    /// a claimed message of such a group enqueued before it is given back, not started.
+    pub cancelled_groups: Vec<CancelledGroup>,
+}
+
+/// How long after a group's cancel every process still checks its claimed messages
+/// against it (and deletes what was given back): far longer than a claimed message waits
+/// to start.
+pub const CANCEL_WINDOW: Duration = Duration::from_secs(600);
+
+/// A group cancelled recently, as [`Steering`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelledGroup {
+    /// The group's name.
+    pub name: String,
+    /// When it was cancelled: its messages enqueued until then are cancelled.
+    pub cancelled_at: SystemTime,
 }
 
 /// A pending-message count for a type that no handler in this process is registered for.
@@ -326,13 +343,25 @@ pub trait GroupStore: Send + Sync + 'static {
         name: &'a str,
         now: Now,
     ) -> BoxFuture<'a, Result<Option<GroupProgress>, Error>>;
-    /// Deletes the group's queued messages (never running ones: those finish) and counts
-    /// them as cancelled in its row, in transactions of at most `batch` messages, until a
-    /// batch finds none; returns how many it deleted.
+    /// Records the group's cancel at `now` (its messages enqueued until then are never
+    /// claimed again; running processes give back the ones they hold within
+    /// [`GROUP_PAUSE_POLL`], reading [`Steering::cancelled_groups`]), then deletes them as
+    /// [`GroupStore::cancel_group_leftovers`] does; returns how many it deleted.
     fn cancel_group<'a>(
         &'a self,
         name: &'a str,
         now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Deletes the group's queued messages enqueued before its latest cancel (never running
+    /// ones: those finish; and none if it was never cancelled) and counts them as cancelled
+    /// in its row, in transactions of at most `batch` messages, until a batch finds none;
+    /// returns how many it deleted. Processes call it for what they gave back, and for
+    /// messages that were running at the cancel and came back to the queue (a retry, an
+    /// expired lease).
+    fn cancel_group_leftovers<'a>(
+        &'a self,
+        name: &'a str,
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>>;
     /// Sets the group's completion hook (armed again if it had fired).

@@ -43,6 +43,8 @@ pub struct Claimed {
     pub claim: u32,
     /// Its group, if it was enqueued into one.
     pub group: Option<String>,
+    /// When it was enqueued (the time its group's cancel is compared with).
+    pub enqueued_at: SystemTime,
 }
 
 impl Claimed {

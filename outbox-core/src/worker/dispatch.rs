@@ -21,7 +21,10 @@ use crate::{
     enqueue::MessageId,
     error::BoxError,
     handler::{Handler, HandlerErrorKind, MessageContext},
-    layers::{pause::PausedGroups, AttemptFailed, Completion, Deferred},
+    layers::{
+        pause::{HeldBack, PausedGroups},
+        AttemptFailed, Completion, Deferred,
+    },
     message::OutboxMessage,
     store::Claimed,
 };
@@ -211,11 +214,16 @@ impl Service<Task<Claimed>> for Dispatch {
         let claimed = task.args;
         let queue = self.queue;
         if let Some(group) = claimed.group.as_deref() {
-            if self.paused_groups.contains(group) {
+            if let Some(held) = self.paused_groups.holds_back(group, claimed.enqueued_at) {
                 // Paused after it was claimed: back unchanged, keeping its place in line.
+                // Cancelled: back, and deleted as cancelled by the process's next sweep.
+                let reason = match held {
+                    HeldBack::Paused => format!("group `{group}` is paused"),
+                    HeldBack::Cancelled => format!("group `{group}` was cancelled"),
+                };
                 let deferred = Deferred {
                     until: None,
-                    reason: format!("group `{group}` is paused"),
+                    reason,
                 };
                 return Box::pin(futures::future::ready(Err(Box::new(deferred) as BoxError)));
             }

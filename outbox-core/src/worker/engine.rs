@@ -271,7 +271,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// The next buffered message to start; a message of a paused group is given back
-    /// instead (its place in line kept).
+    /// instead (its place in line kept), and so is one of a cancelled group (then deleted).
     fn pop(&mut self) -> Option<Claimed> {
         loop {
             let (claimed, _) = self
@@ -282,7 +282,9 @@ impl<B: Backend> Engine<B> {
                 .pop_front()?;
             let paused = &self.hub.paused_groups;
             match &claimed.group {
-                Some(group) if paused.contains(group) => self.shared.release(&claimed),
+                Some(group) if paused.holds_back(group, claimed.enqueued_at).is_some() => {
+                    self.shared.release(&claimed)
+                }
                 _ => return Some(claimed),
             }
         }

@@ -20,7 +20,7 @@ use super::{idle_poll::IdlePoll, shared::Shared};
 use crate::{
     clock::Clock,
     layers::pause::PausedGroups,
-    store::{Backend, Held, WorkerBeat},
+    store::{Backend, Claimed, Held, WorkerBeat},
 };
 
 /// What every worker of one process is started with: the store, the clock its claims,
@@ -76,15 +76,17 @@ impl<B: Backend> Hub<B> {
         self.activity.notify_one();
     }
 
-    /// Gives back every buffered (claimed, not started) message of a paused group, in
-    /// every worker; returns how many.
+    /// Gives back every buffered (claimed, not started) message of a paused group, or of
+    /// a group cancelled after it was enqueued, in every worker; returns how many.
     pub(crate) fn release_paused_groups(&self) -> usize {
         let paused = &self.paused_groups;
+        let held = |c: &Claimed| {
+            let group = c.group.as_deref();
+            group.is_some_and(|g| paused.holds_back(g, c.enqueued_at).is_some())
+        };
         self.live()
             .iter()
-            .map(|s| {
-                s.release_buffered_where(|c| c.group.as_deref().is_some_and(|g| paused.contains(g)))
-            })
+            .map(|s| s.release_buffered_where(held))
             .sum()
     }
 

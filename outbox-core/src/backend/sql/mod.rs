@@ -34,11 +34,11 @@ use crate::{
     clock::{unix_millis, Now},
     error::Error,
     store::{
-        BucketState, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter, DeadLetterStore, Fenced,
-        GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage, LiveMessageDetail,
-        LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore, RateBucketStore,
-        RateLimit, Requeued, Settled, Settlement, StatsStore, Steering, TokenGrant, TypeCounts,
-        TypeOutcomes, UnregisteredType, WorkerBeat,
+        BucketState, CancelledGroup, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter,
+        DeadLetterStore, Fenced, GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage,
+        LiveMessageDetail, LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore,
+        RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore, Steering,
+        TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, WorkerBeat,
     },
 };
 
@@ -245,6 +245,8 @@ pub struct Queries {
     pub live_cancel_select: &'static str,
     /// A batch of a group's queued messages to cancel, locked.
     pub group_cancel_select: &'static str,
+    /// Records a group's cancel time (`group_cancel_mark.sql`).
+    pub group_cancel_mark: &'static str,
     /// Deletes the messages a cancel selected.
     pub cancel_delete: &'static str,
     /// Adds cancelled messages to their groups' counts.
@@ -908,6 +910,10 @@ impl<D: Dialect> PauseStore for D {
                         reason: r.text(3)?,
                     }),
                     1 => steering.paused_groups.push(r.text(1)?),
+                    3 => steering.cancelled_groups.push(CancelledGroup {
+                        name: r.text(1)?,
+                        cancelled_at: crate::clock::from_unix_millis(r.int(2)?),
+                    }),
                     _ => steering.open_breakers.push(breakers::breaker_state(r, 1)?),
                 }
             }
@@ -1217,7 +1223,19 @@ impl<D: Dialect> GroupStore for D {
     fn cancel_group<'a>(
         &'a self,
         name: &'a str,
-        _now: Now,
+        now: Now,
+        batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let mark = [Arg::Text(name), Arg::OptInt(self.now_ms(now))];
+            write(self, &[(self.queries().group_cancel_mark, &mark)]).await?;
+            self.cancel_group_leftovers(name, batch).await
+        })
+    }
+
+    fn cancel_group_leftovers<'a>(
+        &'a self,
+        name: &'a str,
         batch: u32,
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {

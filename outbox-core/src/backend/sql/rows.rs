@@ -301,6 +301,7 @@ pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx
         due_at: from_unix_millis(row.int(5)?),
         claim: clamp_u32(row.int(6)? + this),
         group: row.opt_text(7)?,
+        enqueued_at: from_unix_millis(row.int(8)?),
     })
 }
 

@@ -146,6 +146,7 @@ static QUERIES: Queries = Queries {
     live_retry_now: include_str!("queries/live_retry_now.sql"),
     live_cancel_select: include_str!("queries/live_cancel_select.sql"),
     group_cancel_select: include_str!("queries/group_cancel_select.sql"),
+    group_cancel_mark: include_str!("queries/group_cancel_mark.sql"),
     cancel_delete: include_str!("queries/cancel_delete.sql"),
     groups_cancelled: include_str!("queries/groups_cancelled.sql"),
     group_pause: include_str!("queries/group_pause.sql"),

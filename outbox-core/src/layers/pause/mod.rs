@@ -12,6 +12,10 @@
 //! already claimed is given back unchanged (its place in line kept) instead of started, and
 //! the ones waiting in a worker's buffer are given back as soon as the pause is read.
 //!
+//! A cancelled group is read the same way, with the time of its cancel: its messages
+//! enqueued before it are never claimed again, and a worker gives back the ones it holds
+//! (they are then deleted as cancelled) instead of starting them.
+//!
 //! Failure mode: if reading the tables fails, the switches keep their last state.
 
 mod groups;
@@ -19,7 +23,7 @@ mod layer;
 mod service;
 mod switch;
 
-pub use groups::PausedGroups;
+pub use groups::{HeldBack, PausedGroups};
 pub use layer::PauseLayer;
 pub use service::PauseService;
 pub use switch::PauseSwitch;

@@ -131,6 +131,7 @@ mod tests {
             due_at: SystemTime::UNIX_EPOCH + Duration::from_secs(due),
             claim: 1,
             group: None,
+            enqueued_at: SystemTime::UNIX_EPOCH,
         }
     }
 

@@ -1,6 +1,7 @@
 -- What every running outbox reads five times a second, in one statement: the paused types
--- (kind 0), the paused groups (kind 1) and the open circuit breakers (kind 2) with their
--- probe state. Columns: kind, name, since, reason, probes_failed, ms to the next probe,
+-- (kind 0), the paused groups (kind 1), the open circuit breakers (kind 2) with their
+-- probe state, and the groups cancelled in the last 10 minutes (kind 3, with the cancel's
+-- time). Columns: kind, name, since, reason, probes_failed, ms to the next probe,
 -- probing, closed_at, times_opened. ? now (unix ms; NULL: the database's clock)
 SELECT 0, type_tag, paused_at, reason, 0, CAST(NULL AS SIGNED), 0, CAST(NULL AS SIGNED), CAST(0 AS SIGNED)
 FROM outbox_paused
@@ -15,3 +16,6 @@ SELECT 2, b.name, b.opened_at, b.reason, b.probes_failed,
 FROM outbox_breakers AS b
 JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
 WHERE b.opened_at IS NOT NULL
+UNION ALL
+SELECT 3, name, cancelled_at, NULL, 0, NULL, 0, NULL, 0
+FROM outbox_groups WHERE cancelled_at > CAST(@@timestamp * 1000 AS SIGNED) - 600000
