@@ -68,6 +68,30 @@ mod postgres {
         );
     }
 
+    /// A host that takes the connection but never speaks (a hung server, a proxy whose
+    /// backend is gone): named after the connect timeout.
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_named_after_the_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                held.push(listener.accept().await.unwrap().0);
+            }
+        });
+        let url = format!("postgres://app@127.0.0.1:{port}/app");
+        let text = connect_message(outbox::postgres::connect(&url).await);
+        silent.abort();
+        println!("{text}");
+        assert!(
+            text.contains(&format!(
+                "cannot reach the database at {url}: no answer within 10 s"
+            )) && text.contains("check the host and port in the URL"),
+            "{text}"
+        );
+    }
+
     #[tokio::test]
     async fn an_unknown_database_says_to_check_the_name_or_create_it() {
         let url = with_database(&server(), "outbox_no_such_database");
