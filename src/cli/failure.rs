@@ -72,6 +72,10 @@ impl Failure {
             sqlx::Error::Database(d) => {
                 format!("the database{at} refused the command: {}", d.message())
             }
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => format!(
+                "lost the database{at} during the command ({db}): check that the server is \
+                 running, then run the command again"
+            ),
             other => format!("database error{at}: {other}"),
         }
     }
