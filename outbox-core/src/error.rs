@@ -165,6 +165,18 @@ pub enum Error {
         /// The missing table.
         table: String,
     },
+    /// The database could not be opened by a `connect` function: the URL is for another
+    /// database or malformed, the server cannot be reached, or it refused the login or
+    /// does not have the database. The message says which and what to do; it never shows
+    /// the URL's password.
+    #[error("{message}")]
+    Connect {
+        /// What was wrong and what to do.
+        message: String,
+        /// What the database driver reported, when it got that far.
+        #[source]
+        source: Option<sqlx::Error>,
+    },
     /// Applying the schema migrations failed.
     #[error("schema migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -53,8 +53,17 @@ pub use enqueue::{
     feature = "diesel-sqlite"
 ))]
 pub use enqueue::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
+/// Stand-ins while no sync diesel feature is on: using them fails to compile with a
+/// message that names the features.
+#[cfg(not(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+)))]
+#[doc(hidden)]
+pub use enqueue::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 pub use error::{BoxError, EnqueueError, Error};
-pub use handler::{Handler, HandlerError, HandlerErrorKind, MessageContext};
+pub use handler::{Handler, HandlerError, HandlerErrorKind, HandlerFn, MessageContext};
 pub use layers::{
     breaker::Breaker,
     orphan::Relevance,

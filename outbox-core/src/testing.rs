@@ -3,7 +3,8 @@
 //!
 //! * [`assert_enqueued`] / [`refute_enqueued`] / [`queued`] read through the connection
 //!   the test passes: the test's own open transaction (its uncommitted messages included)
-//!   or a connection from the pool (what was committed).
+//!   or a connection from the pool (what was committed). A failure panics at the test's
+//!   own line (where it is awaited), listing what is queued.
 //! * [`perform`] runs a handler on one message at a given attempt number and says how the
 //!   attempt ended, as the worker would classify it (delivered, retried, given up, snoozed,
 //!   "down", panicked, timed out).
@@ -25,16 +26,19 @@
 //! ```
 
 use std::{
+    future::Future,
     panic::AssertUnwindSafe,
+    pin::Pin,
     sync::Arc,
+    task::{Context, Poll},
     time::{Duration, SystemTime},
 };
 
-use futures::FutureExt;
+use futures::{future::BoxFuture, FutureExt};
 
 use crate::{
     enqueue::{EnqueueConnection, InsertMessages, MessageId, QueuedRow},
-    handler::{Handler, HandlerErrorKind, MessageContext},
+    handler::{HandlerErrorKind, HandlerFn, MessageContext},
     message::{decode_payload, OutboxMessage},
 };
 
@@ -75,28 +79,24 @@ impl<M> Queued<M> {
 /// test's open transaction (`&mut *tx`) to see its uncommitted messages, or a pooled
 /// connection (`&mut *pool.acquire().await?`) for committed ones. Panics if the read fails
 /// or a payload does not decode as `M` (a test helper: the failure is the message).
-pub async fn queued<M, C>(mut conn: C) -> Vec<Queued<M>>
+/// A failure panics at the line that awaits it.
+pub fn queued<'a, M, C>(conn: C) -> Assertion<'a, Vec<Queued<M>>>
 where
     M: OutboxMessage,
-    C: EnqueueConnection,
+    C: EnqueueConnection + 'a,
 {
-    let rows = conn
-        .connection()
-        .queued_rows(M::TYPE)
-        .await
-        .unwrap_or_else(|e| panic!("cannot read the queued `{}` messages: {e}", M::TYPE));
-    rows.into_iter().map(typed::<M>).collect()
+    Assertion::new(queued_rows::<M, C>(conn))
 }
 
-fn typed<M: OutboxMessage>(row: QueuedRow) -> Queued<M> {
-    let message = decode_payload::<M>(&row.payload).unwrap_or_else(|e| {
-        panic!(
+fn typed<M: OutboxMessage>(row: QueuedRow) -> Result<Queued<M>, String> {
+    let message = decode_payload::<M>(&row.payload).map_err(|e| {
+        format!(
             "queued message {} does not decode as `{}`: {e}",
             row.id,
             std::any::type_name::<M>()
         )
-    });
-    Queued {
+    })?;
+    Ok(Queued {
         id: row.id,
         message,
         group: row.group,
@@ -105,43 +105,107 @@ fn typed<M: OutboxMessage>(row: QueuedRow) -> Queued<M> {
         attempts: row.attempts,
         max_attempts: row.max_attempts,
         idempotency_key: row.idempotency_key,
-    }
+    })
 }
 
 /// The first queued message of type `M` that `matching` accepts (pass `|_| true` for
 /// any); panics, listing what is queued, when there is none. Reads through `conn` as
-/// [`queued`] does.
-pub async fn assert_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool) -> Queued<M>
+/// [`queued`] does. A failure is reported at the test's line (the `.await`), not in
+/// this crate.
+pub fn assert_enqueued<'a, M, C>(
+    conn: C,
+    matching: impl Fn(&Queued<M>) -> bool + Send + 'a,
+) -> Assertion<'a, Queued<M>>
 where
     M: OutboxMessage,
-    C: EnqueueConnection,
+    C: EnqueueConnection + 'a,
 {
-    let all = queued::<M, C>(conn).await;
-    match all.iter().position(&matching) {
-        Some(i) => all.into_iter().nth(i).expect("found above"),
-        None => panic!(
-            "no queued `{}` message matches; queued: {}",
-            M::TYPE,
-            listing(&all)
-        ),
-    }
+    Assertion::new(async move {
+        let all = queued_rows::<M, C>(conn).await?;
+        match all.iter().position(&matching) {
+            Some(i) => Ok(all.into_iter().nth(i).expect("found above")),
+            None => Err(format!(
+                "no queued `{}` message matches; queued: {}",
+                M::TYPE,
+                listing(&all)
+            )),
+        }
+    })
 }
 
 /// Panics, naming them, when a queued message of type `M` matches `matching` (pass
-/// `|_| true` to refute any). Reads through `conn` as [`queued`] does.
-pub async fn refute_enqueued<M, C>(conn: C, matching: impl Fn(&Queued<M>) -> bool)
+/// `|_| true` to refute any). Reads through `conn` as [`queued`] does. A failure is
+/// reported at the test's line (the `.await`), not in this crate.
+pub fn refute_enqueued<'a, M, C>(
+    conn: C,
+    matching: impl Fn(&Queued<M>) -> bool + Send + 'a,
+) -> Assertion<'a, ()>
+where
+    M: OutboxMessage,
+    C: EnqueueConnection + 'a,
+{
+    Assertion::new(async move {
+        let all = queued_rows::<M, C>(conn).await?;
+        let found: Vec<Queued<M>> = all.into_iter().filter(|m| matching(m)).collect();
+        match found.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "expected no matching `{}` message; queued: {}",
+                M::TYPE,
+                listing(&found)
+            )),
+        }
+    })
+}
+
+/// What [`queued`] reads, with a failure as the message to panic with.
+async fn queued_rows<M, C>(mut conn: C) -> Result<Vec<Queued<M>>, String>
 where
     M: OutboxMessage,
     C: EnqueueConnection,
 {
-    let all = queued::<M, C>(conn).await;
-    let found: Vec<Queued<M>> = all.into_iter().filter(|m| matching(m)).collect();
-    if !found.is_empty() {
-        panic!(
-            "expected no matching `{}` message; queued: {}",
-            M::TYPE,
-            listing(&found)
-        );
+    let rows = conn
+        .connection()
+        .queued_rows(M::TYPE)
+        .await
+        .map_err(|e| format!("cannot read the queued `{}` messages: {e}", M::TYPE))?;
+    rows.into_iter().map(typed::<M>).collect()
+}
+
+/// A test assertion that reads the database: await it. Its failure panics at the line that
+/// awaits it (the test's own line), not inside this crate.
+///
+/// (A `#[track_caller]` async function does not pass its caller's location on; a
+/// `#[track_caller]` `poll` does, and `.await` calls `poll` from the test's line.)
+#[must_use = "an assertion checks nothing until it is awaited"]
+pub struct Assertion<'a, T> {
+    check: BoxFuture<'a, Result<T, String>>,
+}
+
+impl<'a, T> Assertion<'a, T> {
+    fn new(check: impl Future<Output = Result<T, String>> + Send + 'a) -> Self {
+        Self {
+            check: Box::pin(check),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Assertion<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Assertion")
+    }
+}
+
+impl<T> Future for Assertion<'_, T> {
+    type Output = T;
+
+    #[track_caller]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.check.as_mut().poll(cx) {
+            Poll::Ready(Ok(value)) => Poll::Ready(value),
+            Poll::Ready(Err(failure)) => panic!("{failure}"),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -207,12 +271,14 @@ impl Performed {
 /// Runs `handler` on `message` as attempt `attempt` of its type's `max_attempts` (from the
 /// type's defaults, [`OutboxMessage::DEFAULTS`], not the options it is registered with),
 /// with `state`, and says how it ended — no database, no worker. The time limit is the
-/// type's default timeout. For a handler without state pass `()`.
-pub async fn perform<M, S, H>(handler: &H, message: M, attempt: u32, state: S) -> Performed
+/// type's default timeout. For a handler without state pass `()`. The handler is what
+/// `register` takes ([`HandlerFn`]): an `async fn(M)`, an `async fn(M, MessageContext<S>)`
+/// or a [`Handler`](crate::Handler).
+pub async fn perform<M, S, Args, H>(handler: &H, message: M, attempt: u32, state: S) -> Performed
 where
     M: OutboxMessage,
     S: Send + Sync + 'static,
-    H: Handler<M, S>,
+    H: HandlerFn<M, S, Args>,
 {
     let ctx = MessageContext {
         id: MessageId::from_string(ulid::Ulid::generate().to_string()),

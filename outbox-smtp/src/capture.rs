@@ -3,10 +3,15 @@
 
 use std::sync::Mutex;
 
+use mail_parser::{MessageParser, PartType};
+
 use crate::render::Rendered;
 
-/// One email the capture transport took: its envelope and its RFC 5322 bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One email the capture transport took: its envelope and its RFC 5322 bytes. Read it
+/// decoded with [`subject`](SentEmail::subject), [`text`](SentEmail::text) and
+/// [`html`](SentEmail::html); its `Debug` (what a failed `assert!(…, "{email:?}")`
+/// prints) shows those decoded, not the encoded bytes.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SentEmail {
     /// The outbox message id it was sent for.
     pub outbox_id: String,
@@ -53,6 +58,63 @@ impl SentEmail {
     /// True when the envelope names `address` (ASCII case-insensitive).
     pub fn is_to(&self, address: &str) -> bool {
         self.to.iter().any(|a| a.eq_ignore_ascii_case(address))
+    }
+
+    /// The `Subject`, decoded (an encoded word such as `=?utf-8?b?…?=` becomes its text).
+    pub fn subject(&self) -> Option<String> {
+        let parsed = MessageParser::default().parse(&self.data)?;
+        parsed.subject().map(str::to_owned)
+    }
+
+    /// The plain-text body, decoded (base64 or quoted-printable undone); `None` when the
+    /// email has no text/plain part.
+    pub fn text(&self) -> Option<String> {
+        let parsed = MessageParser::default().parse(&self.data)?;
+        match &parsed.text_part(0)?.body {
+            PartType::Text(text) => Some(text.to_string()),
+            _ => None,
+        }
+    }
+
+    /// The HTML body, decoded; `None` when the email has no text/html part.
+    pub fn html(&self) -> Option<String> {
+        let parsed = MessageParser::default().parse(&self.data)?;
+        match &parsed.html_part(0)?.body {
+            PartType::Html(html) => Some(html.to_string()),
+            _ => None,
+        }
+    }
+
+    /// One line for a failure message: recipients, decoded subject and the start of the
+    /// decoded text.
+    pub(crate) fn summary(&self) -> String {
+        let mut text = self.text().or_else(|| self.html()).unwrap_or_default();
+        if text.chars().count() > 80 {
+            text = text.chars().take(80).collect::<String>() + "…";
+        }
+        format!(
+            "to {:?}, subject {:?}, text {:?}",
+            self.to,
+            self.subject().unwrap_or_default(),
+            text
+        )
+    }
+}
+
+impl std::fmt::Debug for SentEmail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentEmail")
+            .field("outbox_id", &self.outbox_id)
+            .field("message_id", &self.message_id)
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .field("redirected", &self.redirected)
+            .field("subject", &self.subject())
+            .field("text", &self.text())
+            .field("html", &self.html())
+            .field("headers", &self.headers())
+            .field("data", &format_args!("<{} bytes>", self.data.len()))
+            .finish()
     }
 }
 

@@ -302,16 +302,23 @@ impl Mailer {
             .collect()
     }
 
-    /// The last captured email to `address`; panics, listing the recipients of what was
-    /// captured, when there is none (a test helper).
+    /// The last captured email to `address`; panics at the test's line, listing what was
+    /// captured (recipients, decoded subject and text), when there is none (a test helper).
+    #[track_caller]
     pub fn assert_sent_to(&self, address: &str) -> SentEmail {
         let sent = self.sent();
         match sent.iter().rev().find(|e| e.is_to(address)) {
             Some(e) => e.clone(),
-            None => panic!(
-                "no email was sent to {address}; sent: {:?}",
-                sent.iter().map(|e| &e.to).collect::<Vec<_>>()
-            ),
+            None => {
+                let listing: String = match sent.is_empty() {
+                    true => " none".into(),
+                    false => sent
+                        .iter()
+                        .map(|e| format!("\n  {}", e.summary()))
+                        .collect(),
+                };
+                panic!("no email was sent to {address}; sent:{listing}")
+            }
         }
     }
 

@@ -576,7 +576,7 @@ impl std::fmt::Debug for Standalone {
         f.debug_struct("Standalone")
             .field(
                 "database_url",
-                &self.database_url.as_deref().map(super::failure::redact),
+                &self.database_url.as_deref().map(crate::backend::redact_url),
             )
             .field("json", &self.json)
             .field("command", &self.command)

@@ -117,12 +117,19 @@ impl Standalone {
                 #[cfg(feature = "sqlite")]
                 {
                     // Only `migrate` creates a missing file: a mistyped path is an error.
-                    let migrate = matches!(self.command, AdminCommand::Migrate);
-                    let options = crate::sqlite::connect_options(url)?.create_if_missing(migrate);
-                    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                        .max_connections(2)
-                        .connect_with(options)
-                        .await?;
+                    let path = crate::sqlite::connect_options(url)?
+                        .get_filename()
+                        .to_path_buf();
+                    if !matches!(self.command, AdminCommand::Migrate) && !path.exists() {
+                        return Err(Failure::Message(format!(
+                            "there is no SQLite database at {} ({} does not exist): check \
+                             the path; {} creates a new one",
+                            crate::backend::redact_url(url),
+                            path.display(),
+                            hints.cmd("migrate")
+                        )));
+                    }
+                    let pool = crate::sqlite::connect(url).await?;
                     self.admin(crate::SqliteBackend::new(pool), hints).await
                 }
                 #[cfg(not(feature = "sqlite"))]
@@ -131,7 +138,6 @@ impl Standalone {
             "postgres" | "postgresql" => {
                 #[cfg(feature = "postgres")]
                 {
-                    probe::<sqlx::PgConnection>(url).await?;
                     let pool = crate::postgres::connect(url).await?;
                     self.admin(crate::PostgresBackend::new(pool), hints).await
                 }
@@ -141,9 +147,7 @@ impl Standalone {
             "mysql" | "mariadb" => {
                 #[cfg(feature = "mysql")]
                 {
-                    let url = url.replacen("mariadb:", "mysql:", 1);
-                    probe::<sqlx::MySqlConnection>(&url).await?;
-                    let pool = crate::mysql::connect(&url).await?;
+                    let pool = crate::mysql::connect(url).await?;
                     self.admin(crate::MySqlBackend::new(pool), hints).await
                 }
                 #[cfg(not(feature = "mysql"))]
@@ -152,7 +156,7 @@ impl Standalone {
             _ => Err(Failure::Message(format!(
                 "the database URL `{}` names no database this binary knows: write \
                  sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB",
-                failure::redact(url)
+                crate::backend::redact_url(url)
             ))),
         }
     }
@@ -168,14 +172,6 @@ impl Standalone {
         .await
         .map(|()| Outcome::Done)
     }
-}
-
-/// Opens and closes one connection: a server that is down or refuses the login fails here
-/// at once with its own reason (a pool would retry until its timeout and lose the reason).
-#[allow(dead_code)] // unused with SQLite alone
-async fn probe<C: sqlx::Connection>(url: &str) -> Result<(), Failure> {
-    C::connect(url).await?.close().await?;
-    Ok(())
 }
 
 /// The error for a URL whose backend this binary was built without.
@@ -247,7 +243,7 @@ fn finish(result: Result<Outcome, Failure>, url: Option<&str>, hints: Hints) -> 
             let explained = failure.explain(url, hints);
             // Whatever the message quotes (sqlx's own text included), no password.
             let shown = match url {
-                Some(url) => failure::scrub(&explained, url),
+                Some(url) => crate::backend::redact_password(&explained, url),
                 None => explained,
             };
             eprintln!("error: {shown}");

@@ -12,6 +12,12 @@
     feature = "diesel-sqlite"
 ))]
 pub(crate) mod bridge;
+// Without a database feature only the URL redaction is used.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
+mod connect;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]
@@ -25,3 +31,8 @@ pub use crate::store::{
     Backend, DeadLetterStore, PauseStore, QueueStore, RateBucketStore, StatsStore, TokenGrant,
     UnregisteredType,
 };
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) use connect::probe;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) use connect::{check_scheme, connect_error, Engine};
+pub use connect::{redact_password, redact_url};

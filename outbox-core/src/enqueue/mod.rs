@@ -30,13 +30,17 @@
     feature = "diesel-sqlite"
 ))]
 mod blocking;
+#[cfg(not(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+)))]
+mod blocking_off;
 mod fan_out;
 mod message_id;
 mod options;
 mod prepare;
 mod select;
-
-use std::future::Future;
 
 use futures::future::BoxFuture;
 
@@ -46,6 +50,12 @@ use futures::future::BoxFuture;
     feature = "diesel-sqlite"
 ))]
 pub use blocking::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
+#[cfg(not(any(
+    feature = "diesel-postgres",
+    feature = "diesel-mysql",
+    feature = "diesel-sqlite"
+)))]
+pub use blocking_off::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 pub use fan_out::{enqueue_iter, enqueue_stream, FanOut, FanOutError};
 pub use message_id::MessageId;
 pub use options::EnqueueOptions;
@@ -104,21 +114,52 @@ impl Enqueued {
 /// rows it describes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "not a transaction or connection of a supported layer and an enabled database",
+    label = "not a transaction or connection of an enabled layer and database",
     note = "enqueue inside the transaction that writes your rows: \
-            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
-    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`) and, with its \
-            cargo features, through sqlx 0.8 (`sqlx08`, PostgreSQL and MySQL), SeaORM 2 \
-            (`sea-orm`), diesel-async (`diesel-async`) and sync diesel (`diesel-postgres`, \
-            `diesel-mysql`, `diesel-sqlite`)",
+            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;` \
+            (a pool cannot; to enqueue on its own, pass `&mut *pool.acquire().await?`)",
     note = "a transaction of another version (sqlx 0.7, SeaORM 1) is another type with the same \
             name: `cargo tree -i sqlx` shows the versions in the build; sqlx 0.8 cannot enqueue \
-            on SQLite (sqlx 0.8 and 0.9 link different versions of the SQLite C library, which \
-            Cargo refuses in one build)",
-    note = "a pool cannot enqueue (the message would not be part of your transaction); \
-            to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
-    note = "the connection's database must be enabled as a cargo feature of `outbox` \
-            (`sqlite`, `postgres` or `mysql`)"
+            on SQLite (it links another version of the SQLite C library than sqlx 0.9)"
+)]
+#[cfg_attr(
+    not(feature = "sqlx08"),
+    diagnostic::on_unimplemented(
+        note = "sqlx 0.8 (PostgreSQL, MySQL) is the `sqlx08` feature of outbox, off in this \
+                build: add `features = [\"sqlx08\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(feature = "sea-orm"),
+    diagnostic::on_unimplemented(
+        note = "SeaORM 2 is the `sea-orm` feature of outbox, off in this build: add \
+                `features = [\"sea-orm\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(feature = "diesel-async"),
+    diagnostic::on_unimplemented(
+        note = "diesel-async is the `diesel-async` feature of outbox, off in this build: add \
+                `features = [\"diesel-async\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(all(
+        feature = "diesel-postgres",
+        feature = "diesel-mysql",
+        feature = "diesel-sqlite"
+    )),
+    diagnostic::on_unimplemented(
+        note = "sync diesel is one feature of outbox per database: `diesel-postgres`, \
+                `diesel-mysql`, `diesel-sqlite`"
+    )
+)]
+#[cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    diagnostic::on_unimplemented(
+        note = "the connection's database is a feature of outbox too: `sqlite`, `postgres`, \
+                `mysql`"
+    )
 )]
 pub trait EnqueueConnection: Send {
     /// The connection the rows are written through.
@@ -128,6 +169,9 @@ pub trait EnqueueConnection: Send {
     fn connection(&mut self) -> &mut Self::Connection;
 }
 
+// Not recommended: a type that is no connection is reported as itself, with the notes
+// above, instead of as a list of every connection type the outbox knows.
+#[diagnostic::do_not_recommend]
 impl<T: InsertMessages + ?Sized> EnqueueConnection for &mut T {
     type Connection = T;
 
@@ -145,21 +189,52 @@ impl<T: InsertMessages + ?Sized> EnqueueConnection for &mut T {
 /// to `enqueue` ([`EnqueueConnection`]); they do not call it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a connection the outbox can enqueue through",
-    label = "not a transaction or connection of a supported layer and an enabled database",
+    label = "not a transaction or connection of an enabled layer and database",
     note = "enqueue inside the transaction that writes your rows: \
-            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;`",
-    note = "the outbox enqueues through sqlx 0.9 (re-exported as `outbox::sqlx`) and, with its \
-            cargo features, through sqlx 0.8 (`sqlx08`, PostgreSQL and MySQL), SeaORM 2 \
-            (`sea-orm`), diesel-async (`diesel-async`) and sync diesel (`diesel-postgres`, \
-            `diesel-mysql`, `diesel-sqlite`)",
+            `let mut tx = pool.begin().await?; msg.enqueue(&mut *tx).await?; tx.commit().await?;` \
+            (a pool cannot; to enqueue on its own, pass `&mut *pool.acquire().await?`)",
     note = "a transaction of another version (sqlx 0.7, SeaORM 1) is another type with the same \
             name: `cargo tree -i sqlx` shows the versions in the build; sqlx 0.8 cannot enqueue \
-            on SQLite (sqlx 0.8 and 0.9 link different versions of the SQLite C library, which \
-            Cargo refuses in one build)",
-    note = "a pool cannot enqueue (the message would not be part of your transaction); \
-            to enqueue on its own, pass a connection: `msg.enqueue(&mut *pool.acquire().await?)`",
-    note = "the connection's database must be enabled as a cargo feature of `outbox` \
-            (`sqlite`, `postgres` or `mysql`)"
+            on SQLite (it links another version of the SQLite C library than sqlx 0.9)"
+)]
+#[cfg_attr(
+    not(feature = "sqlx08"),
+    diagnostic::on_unimplemented(
+        note = "sqlx 0.8 (PostgreSQL, MySQL) is the `sqlx08` feature of outbox, off in this \
+                build: add `features = [\"sqlx08\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(feature = "sea-orm"),
+    diagnostic::on_unimplemented(
+        note = "SeaORM 2 is the `sea-orm` feature of outbox, off in this build: add \
+                `features = [\"sea-orm\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(feature = "diesel-async"),
+    diagnostic::on_unimplemented(
+        note = "diesel-async is the `diesel-async` feature of outbox, off in this build: add \
+                `features = [\"diesel-async\"]` to the outbox dependency"
+    )
+)]
+#[cfg_attr(
+    not(all(
+        feature = "diesel-postgres",
+        feature = "diesel-mysql",
+        feature = "diesel-sqlite"
+    )),
+    diagnostic::on_unimplemented(
+        note = "sync diesel is one feature of outbox per database: `diesel-postgres`, \
+                `diesel-mysql`, `diesel-sqlite`"
+    )
+)]
+#[cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    diagnostic::on_unimplemented(
+        note = "the connection's database is a feature of outbox too: `sqlite`, `postgres`, \
+                `mysql`"
+    )
 )]
 pub trait InsertMessages: Send {
     /// Writes prepared rows, skipping those whose idempotency key is taken, and reports
@@ -264,12 +339,13 @@ where
 }
 
 /// `enqueue` and `enqueue_with` for every [`OutboxMessage`].
+///
+/// They return a boxed future (one allocation beside a database round trip): a connection
+/// the outbox cannot enqueue through is then one compile error at the call, not one per
+/// place the future's type is checked.
 pub trait Enqueue: OutboxMessage {
     /// Writes this message in the caller's transaction with the type's defaults.
-    fn enqueue<'a, C>(
-        &'a self,
-        conn: C,
-    ) -> impl Future<Output = Result<Enqueued, EnqueueError>> + Send + 'a
+    fn enqueue<'a, C>(&'a self, conn: C) -> BoxFuture<'a, Result<Enqueued, EnqueueError>>
     where
         C: EnqueueConnection + 'a,
     {
@@ -281,14 +357,14 @@ pub trait Enqueue: OutboxMessage {
         &'a self,
         conn: C,
         options: EnqueueOptions,
-    ) -> impl Future<Output = Result<Enqueued, EnqueueError>> + Send + 'a
+    ) -> BoxFuture<'a, Result<Enqueued, EnqueueError>>
     where
         C: EnqueueConnection + 'a,
     {
-        async move {
+        Box::pin(async move {
             let mut done = enqueue_many_with(conn, std::iter::once(self), options).await?;
             Ok(done.pop().expect("one row in, one result out"))
-        }
+        })
     }
 }
 

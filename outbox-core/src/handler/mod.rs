@@ -1,7 +1,10 @@
 //! Handlers: the application's async functions that deliver one message each.
 //!
-//! A handler is any `async fn(message: M, ctx: MessageContext<S>) -> Result<(), E>` where
-//! `E` converts into [`HandlerError`] (any `std::error::Error`, `String` or `&str` does).
+//! A handler is any `async fn(message: M) -> Result<(), E>`, or
+//! `async fn(message: M, ctx: MessageContext<S>) -> Result<(), E>` when it needs the
+//! message's id, its attempt or the application state, where `E` converts into
+//! [`HandlerError`] (any `std::error::Error`, `String` or `&str` does); or a type that
+//! implements [`Handler`].
 //! Returning `Ok` marks the message done. Returning an error fails the attempt: by default
 //! it is retried; [`HandlerError::permanent`] gives up at once. A panic or a handler that
 //! outlives the type's timeout is a failed attempt with that reason; it never kills the
@@ -10,7 +13,7 @@
 mod context;
 mod error;
 
-use std::future::Future;
+use std::{future::Future, marker::PhantomData};
 
 use futures::future::BoxFuture;
 
@@ -49,5 +52,108 @@ where
     ) -> BoxFuture<'static, Result<(), HandlerError>> {
         let fut = (self)(message, ctx);
         Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+}
+
+/// What `register` takes ([`Outbox::register`](crate::Outbox::register)): an async
+/// function of the message alone (`async fn(M) -> Result<(), E>`), of the message and its
+/// context (`async fn(M, MessageContext<S>) -> Result<(), E>`), or any [`Handler`]. `Args`
+/// tells the two kinds of function apart; it is inferred (`register::<M, _>(deliver)`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler of `{M}` messages",
+    label = "not `async fn({M}) -> Result<(), E>` nor `async fn({M}, MessageContext<{S}>) -> Result<(), E>`",
+    note = "a handler takes the message first, and may take a `MessageContext<{S}>` second \
+            (the message's id and attempt, and the outbox's state): \
+            `async fn deliver(message: {M}) -> Result<(), HandlerError>` or \
+            `async fn deliver(message: {M}, ctx: MessageContext<{S}>) -> Result<(), HandlerError>`",
+    note = "its error converts into `HandlerError` (any `std::error::Error`, `String` or `&str` \
+            does); a closure names its argument types: `|message: {M}| async move {{ .. }}`"
+)]
+pub trait HandlerFn<M, S, Args>: Send + Sync + 'static {
+    /// Delivers one message.
+    fn call(
+        &self,
+        message: M,
+        ctx: MessageContext<S>,
+    ) -> BoxFuture<'static, Result<(), HandlerError>>;
+
+    /// The downstream it names for its circuit breaker ([`Handler::downstream`]).
+    fn downstream(&self) -> Option<String>;
+}
+
+/// [`HandlerFn`]'s `Args` for a [`Handler`] (an `async fn(M, MessageContext<S>)`).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum WithContext {}
+
+/// [`HandlerFn`]'s `Args` for an `async fn(M)`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum MessageAlone {}
+
+impl<M, S, H: Handler<M, S>> HandlerFn<M, S, WithContext> for H {
+    fn call(
+        &self,
+        message: M,
+        ctx: MessageContext<S>,
+    ) -> BoxFuture<'static, Result<(), HandlerError>> {
+        Handler::call(self, message, ctx)
+    }
+
+    fn downstream(&self) -> Option<String> {
+        Handler::downstream(self)
+    }
+}
+
+impl<F, Fut, M, S, E> HandlerFn<M, S, MessageAlone> for F
+where
+    F: Fn(M) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<HandlerError>,
+{
+    fn call(
+        &self,
+        message: M,
+        _ctx: MessageContext<S>,
+    ) -> BoxFuture<'static, Result<(), HandlerError>> {
+        let fut = (self)(message);
+        Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+
+    fn downstream(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A [`HandlerFn`] as the [`Handler`] the workers run.
+pub(crate) struct Registered<H, Args> {
+    handler: H,
+    _args: PhantomData<fn() -> Args>,
+}
+
+impl<H, Args> Registered<H, Args> {
+    pub(crate) fn new(handler: H) -> Self {
+        Self {
+            handler,
+            _args: PhantomData,
+        }
+    }
+}
+
+impl<M, S, H, Args> Handler<M, S> for Registered<H, Args>
+where
+    H: HandlerFn<M, S, Args>,
+    Args: 'static,
+{
+    fn call(
+        &self,
+        message: M,
+        ctx: MessageContext<S>,
+    ) -> BoxFuture<'static, Result<(), HandlerError>> {
+        self.handler.call(message, ctx)
+    }
+
+    fn downstream(&self) -> Option<String> {
+        self.handler.downstream()
     }
 }

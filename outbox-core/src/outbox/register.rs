@@ -5,7 +5,7 @@ use std::{future::Future, sync::Arc};
 use super::{Outbox, Registration};
 use crate::{
     error::BoxError,
-    handler::Handler,
+    handler::{HandlerFn, Registered},
     layers::orphan::{check::TypedOrphanCheck, Relevance},
     layers::rate_limit::RateLimit,
     message::OutboxMessage,
@@ -14,22 +14,31 @@ use crate::{
 };
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
-    /// Delivers messages of type `M` with `handler`, with the outbox's default options.
-    pub fn register<M, H>(self, handler: H) -> Self
+    /// Delivers messages of type `M` with `handler`, with the outbox's default options:
+    /// `async fn(M) -> Result<(), E>`, `async fn(M, MessageContext<S>) -> Result<(), E>`
+    /// (for the message's id and attempt, or the state) or any [`Handler`](crate::Handler)
+    /// ([`HandlerFn`]). `register::<M, _>(handler)`: the `_` is inferred.
+    pub fn register<M, Args>(self, handler: impl HandlerFn<M, S, Args>) -> Self
     where
         M: OutboxMessage,
-        H: Handler<M, S>,
+        Args: 'static,
     {
         let options = self.defaults.clone();
-        self.register_with::<M, H>(handler, options)
+        self.register_with::<M, Args>(handler, options)
     }
 
-    /// Delivers messages of type `M` with `handler` and per-type options.
-    pub fn register_with<M, H>(mut self, handler: H, options: super::QueueOptions) -> Self
+    /// Delivers messages of type `M` with `handler` and per-type options
+    /// ([`register`](Self::register) says what a handler may be).
+    pub fn register_with<M, Args>(
+        mut self,
+        handler: impl HandlerFn<M, S, Args>,
+        options: super::QueueOptions,
+    ) -> Self
     where
         M: OutboxMessage,
-        H: Handler<M, S>,
+        Args: 'static,
     {
+        let handler = Registered::new(handler);
         if let Err(reason) = crate::message::validate_type_tag(M::TYPE) {
             self.problems
                 .push(format!("`{}`: {reason}", std::any::type_name::<M>()));
@@ -46,7 +55,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 .push(format!("options of `{}`: {reason}", M::TYPE));
         }
         let typed =
-            TypedHandler::<M, S, H>::new(handler, Arc::clone(&self.state), M::DEFAULTS.timeout);
+            TypedHandler::<M, S, _>::new(handler, Arc::clone(&self.state), M::DEFAULTS.timeout);
         self.registrations.push(Registration {
             queue: M::TYPE,
             options,

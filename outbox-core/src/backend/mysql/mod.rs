@@ -22,7 +22,7 @@ use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlRow},
-    MySql, MySqlPool,
+    MySql, MySqlConnection, MySqlPool,
 };
 
 use super::sql::{
@@ -30,6 +30,7 @@ use super::sql::{
     rows::{claimed, json, millis_ceil},
     Arg, Dialect, Queries,
 };
+use super::{check_scheme, connect_error, probe, Engine};
 use crate::{
     error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -43,14 +44,25 @@ const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// Opens a pool on `url` (e.g. `mysql://user@host/db`) with a statement cache large
 /// enough for every statement the outbox uses. Its statements log at TRACE, and slow ones
-/// (a second) at DEBUG, not WARN.
+/// (a second) at DEBUG, not WARN. `mariadb://` URLs are taken too.
+///
+/// Fails at once with [`Error::Connect`], saying what to do, when `url` is not a
+/// MariaDB/MySQL URL (a SQLite or PostgreSQL URL gets the name of the function that opens
+/// it), the server refuses the connection, the login or the database name, or TLS fails;
+/// after 10 s when the server does not answer.
 pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
-    let options: MySqlConnectOptions = url.parse()?;
-    Ok(MySqlPoolOptions::new()
+    check_scheme(Engine::MySql, url)?;
+    let options: MySqlConnectOptions = url
+        .parse()
+        .map_err(|e| connect_error(Engine::MySql, url, e))?;
+    let options = quiet(options.statement_cache_capacity(256));
+    probe::<MySqlConnection>(Engine::MySql, url, &options).await?;
+    MySqlPoolOptions::new()
         .max_connections(20)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(quiet(options.statement_cache_capacity(256)))
-        .await?)
+        .connect_with(options)
+        .await
+        .map_err(|e| connect_error(Engine::MySql, url, e))
 }
 
 /// The MySQL/MariaDB backend over an application's pool.

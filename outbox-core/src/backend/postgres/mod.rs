@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use sqlx::{
     migrate::Migrator,
     postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
-    PgPool, Postgres,
+    PgConnection, PgPool, Postgres,
 };
 
 use super::sql::{
@@ -34,6 +34,7 @@ use super::sql::{
     rows::{claimed, millis_ceil},
     Arg, Dialect, Queries,
 };
+use super::{check_scheme, connect_error, probe, Engine};
 use crate::{
     error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -52,13 +53,24 @@ const CHANNEL: &str = "outbox_messages";
 /// Opens a pool on `url` (e.g. `postgres://user@host/db`). Use the same database for the
 /// application's transactions and for the outbox. Its statements log at TRACE, and slow
 /// ones (a second) at DEBUG, not WARN.
+///
+/// Fails at once with [`Error::Connect`], saying what to do, when `url` is not a
+/// PostgreSQL URL (a SQLite or MariaDB URL gets the name of the function that opens it),
+/// the server refuses the connection, the login or the database name, or TLS fails; after
+/// 10 s when the server does not answer.
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
-    let options: PgConnectOptions = url.parse()?;
-    Ok(PgPoolOptions::new()
+    check_scheme(Engine::Postgres, url)?;
+    let options: PgConnectOptions = quiet(
+        url.parse()
+            .map_err(|e| connect_error(Engine::Postgres, url, e))?,
+    );
+    probe::<PgConnection>(Engine::Postgres, url, &options).await?;
+    PgPoolOptions::new()
         .max_connections(20)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(quiet(options))
-        .await?)
+        .connect_with(options)
+        .await
+        .map_err(|e| connect_error(Engine::Postgres, url, e))
 }
 
 /// The PostgreSQL backend over an application's pool.

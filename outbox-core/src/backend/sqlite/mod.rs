@@ -41,6 +41,7 @@ use super::sql::{
     rows::{claimed, millis_ceil},
     Arg, Dialect, Queries,
 };
+use super::{check_scheme, connect_error, Engine};
 use crate::{
     error::Error,
     store::{Backend, ClaimRequest, Claimed, Wakeups},
@@ -62,8 +63,14 @@ fn wakeups() -> Arc<Wakeups> {
 /// lose the last commits), a 30 s busy timeout (several worker processes on one file
 /// queue for the write lock; measured waits reach seconds) and foreign keys on; statements
 /// logged at TRACE, and slow ones (a second) at DEBUG, not WARN.
+///
+/// Fails with [`Error::Connect`] when `url` is not a SQLite URL or path (a PostgreSQL or
+/// MariaDB URL gets the name of the function that opens it) or is malformed.
 pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, Error> {
-    Ok(quiet(SqliteConnectOptions::from_str(url)?)
+    check_scheme(Engine::Sqlite, url)?;
+    let options =
+        SqliteConnectOptions::from_str(url).map_err(|e| connect_error(Engine::Sqlite, url, e))?;
+    Ok(quiet(options)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
@@ -73,11 +80,16 @@ pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, Error> {
 
 /// Opens a pool on `url` (e.g. `sqlite://app.db`) with [`connect_options`]. Use the same
 /// pool for the application's transactions and for the outbox.
+///
+/// Fails with [`Error::Connect`], saying what to do, when `url` is not a SQLite URL (a
+/// PostgreSQL or MariaDB URL gets the name of the function that opens it) or the file
+/// cannot be opened or created (its directory is missing or not writable).
 pub async fn connect(url: &str) -> Result<SqlitePool, Error> {
-    Ok(SqlitePoolOptions::new()
+    SqlitePoolOptions::new()
         .max_connections(8)
         .connect_with(connect_options(url)?)
-        .await?)
+        .await
+        .map_err(|e| connect_error(Engine::Sqlite, url, e))
 }
 
 /// The SQLite backend over an application's pool.
