@@ -151,6 +151,21 @@ mod postgres {
         println!("verify-full with another CA: {err}");
         assert!(err.contains("certificate"), "{err}");
         assert!(err.contains("UnknownIssuer"), "{err}");
+
+        // A CA file that is not there is named with its parameter, not a bare "No such file".
+        let missing = with_query(
+            &server.url(),
+            "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+        );
+        let err = outbox::postgres::connect(&missing)
+            .await
+            .expect_err("a missing CA file")
+            .to_string();
+        println!("verify-full with a missing CA file: {err}");
+        assert!(
+            err.contains("`/nonexistent/ca.pem`, given as sslrootcert="),
+            "{err}"
+        );
     }
 
     #[test]
@@ -185,6 +200,13 @@ mod postgres {
         );
         assert!(
             err.contains("UnknownIssuer") && err.contains("sslrootcert"),
+            "{err}"
+        );
+        let (code, out, err) = verify(std::path::Path::new("/nonexistent/ca.pem"));
+        println!("outbox status (verify-full, missing CA file): exit {code}\n{out}{err}");
+        assert_ne!(code, 0, "{out}\n{err}");
+        assert!(
+            err.contains("`/nonexistent/ca.pem`, given as sslrootcert="),
             "{err}"
         );
         drop(server);
@@ -283,6 +305,21 @@ mod mariadb {
         println!("VERIFY_IDENTITY with another CA: {err}");
         assert!(err.contains("certificate"), "{err}");
         assert!(err.contains("UnknownIssuer"), "{err}");
+
+        // A CA file that is not there is named with its parameter, not a bare "No such file".
+        let missing = with_query(
+            &server.url(),
+            "ssl-mode=VERIFY_CA&ssl-ca=/nonexistent/ca.pem",
+        );
+        let err = outbox::mysql::connect(&missing)
+            .await
+            .expect_err("a missing CA file")
+            .to_string();
+        println!("VERIFY_CA with a missing CA file: {err}");
+        assert!(
+            err.contains("`/nonexistent/ca.pem`, given as ssl-ca="),
+            "{err}"
+        );
     }
 
     #[test]
@@ -319,6 +356,13 @@ mod mariadb {
         );
         assert!(
             err.contains("UnknownIssuer") && err.contains("ssl-ca"),
+            "{err}"
+        );
+        let (code, out, err) = verify(std::path::Path::new("/nonexistent/ca.pem"));
+        println!("outbox status (VERIFY_IDENTITY, missing CA file): exit {code}\n{out}{err}");
+        assert_ne!(code, 0, "{out}\n{err}");
+        assert!(
+            err.contains("`/nonexistent/ca.pem`, given as ssl-ca="),
             "{err}"
         );
         drop(server);

@@ -174,6 +174,8 @@ impl Standalone {
 /// at once with its own reason (a pool would retry until its timeout and lose the reason).
 #[allow(dead_code)] // unused with SQLite alone
 async fn probe<C: sqlx::Connection>(url: &str) -> Result<(), Failure> {
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    crate::backend::check_tls_files(url)?;
     C::connect(url).await?.close().await?;
     Ok(())
 }

@@ -44,7 +44,12 @@ const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 /// Opens a pool on `url` (e.g. `mysql://user@host/db`) with a statement cache large
 /// enough for every statement the outbox uses. Its statements log at TRACE, and slow ones
 /// (a second) at DEBUG, not WARN.
+///
+/// TLS follows the URL (`ssl-mode=REQUIRED`, `VERIFY_IDENTITY` with `ssl-ca=PATH`, …; see
+/// the backends guide); a certificate or key file it names that cannot be read is an
+/// error naming the parameter and the path ([`check_tls_files`](super::check_tls_files)).
 pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
+    super::check_tls_files(url)?;
     let options: MySqlConnectOptions = url.parse()?;
     Ok(MySqlPoolOptions::new()
         .max_connections(20)

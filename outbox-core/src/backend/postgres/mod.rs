@@ -52,7 +52,12 @@ const CHANNEL: &str = "outbox_messages";
 /// Opens a pool on `url` (e.g. `postgres://user@host/db`). Use the same database for the
 /// application's transactions and for the outbox. Its statements log at TRACE, and slow
 /// ones (a second) at DEBUG, not WARN.
+///
+/// TLS follows the URL (`sslmode=require`, `verify-full` with `sslrootcert=PATH`, …; see
+/// the backends guide); a certificate or key file it names that cannot be read is an
+/// error naming the parameter and the path ([`check_tls_files`](super::check_tls_files)).
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
+    super::check_tls_files(url)?;
     let options: PgConnectOptions = url.parse()?;
     Ok(PgPoolOptions::new()
         .max_connections(20)
