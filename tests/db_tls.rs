@@ -166,6 +166,36 @@ mod postgres {
             err.contains("`/nonexistent/ca.pem`, given as sslrootcert="),
             "{err}"
         );
+
+        // A certificate for another name: verify-ca takes it, verify-full does not.
+        let localhost_only = TestCerts::for_names("postgres", &["localhost"]);
+        let server = PrivatePostgres::start_tls(&localhost_only);
+        let ca = localhost_only.ca.display();
+        let pool = outbox::postgres::connect(&with_query(
+            &server.url(),
+            &format!("sslmode=verify-ca&sslrootcert={ca}"),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("verify-ca does not check the name: {e}"));
+        pool.close().await;
+        let err = outbox::postgres::connect(&with_query(
+            &server.url(),
+            &format!("sslmode=verify-full&sslrootcert={ca}"),
+        ))
+        .await
+        .expect_err("127.0.0.1 is not in the certificate")
+        .to_string();
+        println!("verify-full, certificate for localhost only: {err}");
+        assert!(err.contains("certificate not valid for name"), "{err}");
+
+        // require against a server without TLS.
+        let plain = PrivatePostgres::start();
+        let err = outbox::postgres::connect(&with_query(&plain.url(), "sslmode=require"))
+            .await
+            .expect_err("the server has no TLS")
+            .to_string();
+        println!("sslmode=require, server without TLS: {err}");
+        assert!(err.contains("server does not support TLS"), "{err}");
     }
 
     #[test]
@@ -320,6 +350,36 @@ mod mariadb {
             err.contains("`/nonexistent/ca.pem`, given as ssl-ca="),
             "{err}"
         );
+
+        // A certificate for another name: VERIFY_CA takes it, VERIFY_IDENTITY does not.
+        let localhost_only = TestCerts::for_names("mariadb", &["localhost"]);
+        let server = PrivateMariaDb::start_tls(&localhost_only);
+        let ca = localhost_only.ca.display();
+        let pool = outbox::mysql::connect(&with_query(
+            &server.url(),
+            &format!("ssl-mode=VERIFY_CA&ssl-ca={ca}"),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("VERIFY_CA does not check the name: {e}"));
+        pool.close().await;
+        let err = outbox::mysql::connect(&with_query(
+            &server.url(),
+            &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}"),
+        ))
+        .await
+        .expect_err("127.0.0.1 is not in the certificate")
+        .to_string();
+        println!("VERIFY_IDENTITY, certificate for localhost only: {err}");
+        assert!(err.contains("certificate not valid for name"), "{err}");
+
+        // REQUIRED against a server without TLS.
+        let plain = PrivateMariaDb::start();
+        let err = outbox::mysql::connect(&with_query(&plain.url(), "ssl-mode=REQUIRED"))
+            .await
+            .expect_err("the server has no TLS")
+            .to_string();
+        println!("ssl-mode=REQUIRED, server without TLS: {err}");
+        assert!(err.contains("server does not support TLS"), "{err}");
     }
 
     #[test]

@@ -43,8 +43,15 @@ pub struct TestCerts {
 }
 
 impl TestCerts {
-    /// A new CA (named `name`, so two of them differ) and a server certificate signed by it.
+    /// A new CA (named `name`, so two of them differ) and a server certificate signed by it
+    /// for `127.0.0.1` and `localhost`.
     pub fn new(name: &str) -> Self {
+        Self::for_names(name, &["127.0.0.1", "localhost"])
+    }
+
+    /// Like [`TestCerts::new`], with the server certificate issued for `names` (host names
+    /// or IP addresses) only.
+    pub fn for_names(name: &str, names: &[&str]) -> Self {
         use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -53,8 +60,8 @@ impl TestCerts {
             .push(DnType::CommonName, format!("outbox test CA {name}"));
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
         let key = KeyPair::generate().unwrap();
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+        let names = names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let mut params = CertificateParams::new(names).unwrap();
         params
             .distinguished_name
             .push(DnType::CommonName, format!("outbox test server ({name})"));
