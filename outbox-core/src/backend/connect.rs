@@ -182,6 +182,12 @@ fn explain(engine: Engine, url: &str, e: &sqlx::Error) -> String {
                     "the database{at} does not exist ({msg}): check the database name in the \
                      URL, or create it (CREATE DATABASE …)"
                 )
+            } else if code == "28000" && msg.contains("no encryption") {
+                // pg_hba.conf has only `hostssl` lines for this client.
+                format!(
+                    "the database{at} takes only encrypted connections ({msg}): connect with \
+                     sslmode=require, or verify-full with sslrootcert=PATH"
+                )
             } else if code == "28P01" || code == "28000" || msg.contains("Access denied") {
                 format!(
                     "the database{at} refused the login ({msg}): check the user and password \
@@ -191,6 +197,14 @@ fn explain(engine: Engine, url: &str, e: &sqlx::Error) -> String {
                 format!("the database{at} refused the connection: {msg}")
             }
         }
+        // rustls's refusal of the server's certificate (sslmode=verify-ca/verify-full,
+        // ssl-mode=VERIFY_CA/VERIFY_IDENTITY) arrives as an I/O error: the server was
+        // reached, so say what to check instead of the host and port.
+        sqlx::Error::Io(io) if io.to_string().contains("invalid peer certificate") => format!(
+            "the database server{at} sent a certificate that was not accepted ({io}): give the \
+             CA that signed it as sslrootcert=PATH (PostgreSQL) or ssl-ca=PATH \
+             (MySQL/MariaDB), and connect with the host name the certificate is for"
+        ),
         sqlx::Error::Io(io) => format!(
             "cannot reach the database{at}: {io}; check the host and port in the URL and that \
              the server is running"

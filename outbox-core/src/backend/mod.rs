@@ -26,6 +26,11 @@ pub mod postgres;
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod tls_files;
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use tls_files::check_tls_files;
 
 pub use crate::store::{
     Backend, DeadLetterStore, PauseStore, QueueStore, RateBucketStore, StatsStore, TokenGrant,

@@ -50,8 +50,13 @@ const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 /// MariaDB/MySQL URL (a SQLite or PostgreSQL URL gets the name of the function that opens
 /// it), the server refuses the connection, the login or the database name, or TLS fails;
 /// after 10 s when the server does not answer.
+///
+/// TLS follows the URL (`ssl-mode=REQUIRED`, `VERIFY_IDENTITY` with `ssl-ca=PATH`, …; see
+/// the backends guide); a certificate or key file it names that cannot be read is an
+/// error naming the parameter and the path ([`check_tls_files`](super::check_tls_files)).
 pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
     check_scheme(Engine::MySql, url)?;
+    super::check_tls_files(url)?;
     let options: MySqlConnectOptions = url
         .parse()
         .map_err(|e| connect_error(Engine::MySql, url, e))?;

@@ -58,8 +58,13 @@ const CHANNEL: &str = "outbox_messages";
 /// PostgreSQL URL (a SQLite or MariaDB URL gets the name of the function that opens it),
 /// the server refuses the connection, the login or the database name, or TLS fails; after
 /// 10 s when the server does not answer.
+///
+/// TLS follows the URL (`sslmode=require`, `verify-full` with `sslrootcert=PATH`, …; see
+/// the backends guide); a certificate or key file it names that cannot be read is an
+/// error naming the parameter and the path ([`check_tls_files`](super::check_tls_files)).
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
     check_scheme(Engine::Postgres, url)?;
+    super::check_tls_files(url)?;
     let options: PgConnectOptions = quiet(
         url.parse()
             .map_err(|e| connect_error(Engine::Postgres, url, e))?,
