@@ -18,6 +18,7 @@ mod layers;
 mod many_types;
 mod outage;
 mod processes;
+mod shaping;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
 mod testing;
@@ -29,7 +30,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes, testing,
+                processes, shaping, testing,
             };
             type H = $harness;
 
@@ -212,6 +213,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn killed_workers_messages_are_delivered_by_another() {
                 processes::killed_workers_messages_are_delivered_by_another::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_slowed_site_gets_the_rate_it_is_slowed_to() {
+                shaping::a_slowed_site_gets_the_rate_it_is_slowed_to::<H>().await
             }
             #[allow(unused_imports)]
             use harness::Harness as _;

@@ -1,6 +1,6 @@
 //! The process's side of traffic shaping, shared by every worker: which site a domain
 //! belongs to (with its MX lookups cached), the sites' rows and the rules as last read, and
-//! where the next deferred message of each site goes.
+//! the line of each site's messages waiting for room ([`Pacer`]).
 
 use std::{
     collections::HashMap,
@@ -8,15 +8,14 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
+use super::pacer::{Pace, Pacer};
 use crate::{
     clock::{Clock, Due},
     counters::names,
     error::BoxError,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred},
-    shaping::{
-        bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState, MAX_SHAPING_DURATION,
-    },
+    shaping::{bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
     store::ShapingStore,
 };
 
@@ -30,8 +29,6 @@ const MX_TTL: Duration = Duration::from_secs(3600);
 const MX_FAILED_TTL: Duration = Duration::from_secs(300);
 /// How long a message waits when its site could not be asked.
 const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
-/// Deferred messages of one site are spread at most this far ahead.
-const MAX_SPREAD: Duration = Duration::from_secs(600);
 /// The spacing of deferred messages of a site without a rate (a cap, a suspension).
 const MIN_SPACING: Duration = Duration::from_millis(20);
 
@@ -68,7 +65,7 @@ pub(crate) struct Shaper {
     sites: tokio::sync::Mutex<Cached<HashMap<String, SiteState>>>,
     rules: tokio::sync::Mutex<Cached<Arc<RuleBook>>>,
     mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
-    next_free: Mutex<HashMap<String, SystemTime>>,
+    pacer: Mutex<Pacer>,
 }
 
 impl Shaper {
@@ -93,7 +90,7 @@ impl Shaper {
                 ever: false,
             }),
             mx: Mutex::default(),
-            next_free: Mutex::default(),
+            pacer: Mutex::default(),
         }
     }
 
@@ -158,21 +155,55 @@ impl Shaper {
         Ok(sites.value.get(site).cloned())
     }
 
-    /// Asks `site` for one more message: `Ok(None)` when the site has nothing in force (no
-    /// database work), a ticket when granted, else the deferral to return.
+    /// Asks `site` for one more message (`id`, held by `holder`): `Ok(None)` when the site
+    /// has nothing in force (no database work), a ticket when granted, else the deferral to
+    /// return. A message whose token is due within a gap of the site (at most a second) and
+    /// that is next in the process's line for the site waits for it here ([`Pacer`]).
     pub(crate) async fn enter(
         &self,
         site: &str,
+        id: &str,
         holder: &str,
         lease: Duration,
     ) -> Result<Option<Ticket>, BoxError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.ask(site, id, holder, lease, waited).await {
+                Asked::Here(until) => {
+                    // Counted as waiting until it asks again (or is dropped meanwhile).
+                    let _waiting = Waiting { shaper: self, site };
+                    let from = tokio::time::Instant::now();
+                    tokio::time::sleep_until(until).await;
+                    waited += from.elapsed();
+                }
+                Asked::Done(done) => {
+                    if !matches!(done, Err(_)) {
+                        self.pacer().forget(id);
+                    }
+                    return done;
+                }
+            }
+        }
+    }
+
+    /// One ask of [`enter`](Self::enter), `waited` into the message's wait here.
+    async fn ask(
+        &self,
+        site: &str,
+        id: &str,
+        holder: &str,
+        lease: Duration,
+        waited: Duration,
+    ) -> Asked {
         let now = self.clock.now();
+        // The wait is from `now`, not from the answer: the ask's own time is not lost.
+        let asked_at = tokio::time::Instant::now();
         let row = match self.site_row(site).await {
             Ok(Some(row)) => row,
-            Ok(None) => return Ok(None),
+            Ok(None) => return Asked::Done(Ok(None)),
             Err(e) => {
                 let why = format!("cannot read the limits of site `{site}`: {e}");
-                return Err(deferred(now + STORE_ERROR_DEFER, why));
+                return Asked::Done(Err(deferred(now + STORE_ERROR_DEFER, why)));
             }
         };
         let in_force = row.limit.per_second.is_some()
@@ -180,9 +211,9 @@ impl Shaper {
             || row.slowed_at(now)
             || row.suspended_at(now);
         if !in_force {
-            return Ok(None);
+            return Asked::Done(Ok(None));
         }
-        match self.store.take_site(site, holder, now, lease).await {
+        Asked::Done(match self.store.take_site(site, holder, now, lease).await {
             Ok(None) => Ok(None),
             Ok(Some(SiteDecision::Granted { token, slot, .. })) => Ok(Some(Ticket {
                 site: site.to_owned(),
@@ -191,15 +222,24 @@ impl Shaper {
                 slot,
             })),
             Ok(Some(SiteDecision::Wait { wait, why })) => {
-                count_deferred(site, "limit");
-                let due = self.spread(site, now, wait, spacing(&row, now));
-                Err(deferred(due, why))
+                let gap = spacing(&row, now);
+                match self.pacer().no_room(site, id, now, wait, gap, waited) {
+                    Pace::Here(wait) => return Asked::Here(asked_at + wait),
+                    Pace::Defer(due) => {
+                        count_deferred(site, "limit");
+                        Err(deferred(due, why))
+                    }
+                }
             }
             Err(e) => Err(deferred(
                 now + STORE_ERROR_DEFER,
                 format!("cannot ask site `{site}` for room: {e}"),
             )),
-        }
+        })
+    }
+
+    fn pacer(&self) -> std::sync::MutexGuard<'_, Pacer> {
+        self.pacer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `send` (the message of `ticket`), renewing the ticket's slot every third of
@@ -253,6 +293,7 @@ impl Shaper {
     pub(crate) async fn after(
         &self,
         site: &str,
+        id: &str,
         result: Result<Completion, BoxError>,
     ) -> Result<Completion, BoxError> {
         let error = match result {
@@ -333,7 +374,7 @@ impl Shaper {
             RuleAction::Slow { per_second, .. } => {
                 count_deferred(site, "reply");
                 let gap = bounded_secs(1.0 / per_second).max(MIN_SPACING);
-                let due = self.spread(site, now, gap, gap);
+                let due = self.spread(site, id, now, gap, gap);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
             RuleAction::Suspend { duration } => {
@@ -343,7 +384,7 @@ impl Shaper {
                 } else {
                     Duration::from_secs(1)
                 };
-                let due = self.spread(site, now, wait, MIN_SPACING);
+                let due = self.spread(site, id, now, wait, MIN_SPACING);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
         }
@@ -377,24 +418,38 @@ impl Shaper {
         Arc::clone(&rules.value)
     }
 
-    /// When the next message of `site` deferred at `now` for `wait` comes back: at least
-    /// `wait` from now, and `spacing` after the one deferred before it (at most
-    /// [`MAX_SPREAD`] ahead), so a backlog returns at the site's pace.
-    fn spread(&self, site: &str, now: SystemTime, wait: Duration, spacing: Duration) -> SystemTime {
-        let mut next = self.next_free.lock().unwrap_or_else(|e| e.into_inner());
-        let due = spread_due(next.get(site).copied(), now, wait);
-        next.insert(site.to_owned(), due + spacing);
-        due
+    /// When message `id` of `site`, deferred at `now` for at least `wait`, comes back: in
+    /// the process's line for the site, `gap` after the one deferred before it.
+    fn spread(
+        &self,
+        site: &str,
+        id: &str,
+        now: SystemTime,
+        wait: Duration,
+        gap: Duration,
+    ) -> SystemTime {
+        self.pacer().defer(site, id, now, wait, gap)
     }
 }
 
-/// The due time of the next deferred message of a site: `wait` from `now`, or the site's
-/// next free time if later, but never more than [`MAX_SPREAD`] ahead.
-fn spread_due(next_free: Option<SystemTime>, now: SystemTime, wait: Duration) -> SystemTime {
-    let horizon = MAX_SPREAD.max(wait).min(MAX_SHAPING_DURATION);
-    let earliest = now + wait.min(horizon);
-    let due = next_free.filter(|t| *t > earliest).unwrap_or(earliest);
-    due.min(now + horizon)
+/// A message waiting here for its site ([`Pace::Here`]), until dropped.
+struct Waiting<'a> {
+    shaper: &'a Shaper,
+    site: &'a str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.shaper.pacer().done(self.site);
+    }
+}
+
+/// How one ask of a site ended.
+enum Asked {
+    /// Wait here until then, then ask again.
+    Here(tokio::time::Instant),
+    /// Granted, nothing in force, or the deferral to return.
+    Done(Result<Option<Ticket>, BoxError>),
 }
 
 /// The gap between deferred messages of a site: its rate's, else [`MIN_SPACING`].
@@ -429,37 +484,4 @@ fn excerpt(text: &str) -> &str {
         cut -= 1;
     }
     &text[..cut]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(secs: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
-    }
-
-    #[test]
-    fn deferred_messages_of_a_site_come_back_one_gap_apart_within_the_horizon() {
-        let now = at(1000);
-        let first = spread_due(None, now, Duration::from_secs(2));
-        assert_eq!(first, at(1002));
-        // The next one goes after the last, not at the same time.
-        assert_eq!(
-            spread_due(Some(at(1003)), now, Duration::from_secs(2)),
-            at(1003)
-        );
-        // A free time already past is not used.
-        assert_eq!(
-            spread_due(Some(at(999)), now, Duration::from_secs(1)),
-            at(1001)
-        );
-        // Never further than the horizon, unless the wait itself is longer (a suspension).
-        assert_eq!(
-            spread_due(Some(at(9000)), now, Duration::ZERO),
-            now + MAX_SPREAD
-        );
-        let long = Duration::from_secs(3600);
-        assert_eq!(spread_due(Some(at(9000)), now, long), now + long);
-    }
 }
