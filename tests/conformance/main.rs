@@ -218,6 +218,10 @@ macro_rules! conformance {
             async fn a_slowed_site_gets_the_rate_it_is_slowed_to() {
                 shaping::a_slowed_site_gets_the_rate_it_is_slowed_to::<H>().await
             }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stored_shaping_rules_are_capped() {
+                shaping::stored_rules_are_capped::<H>().await
+            }
             #[allow(unused_imports)]
             use harness::Harness as _;
         }

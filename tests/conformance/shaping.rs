@@ -85,3 +85,41 @@ pub async fn a_slowed_site_gets_the_rate_it_is_slowed_to<H: Harness>() {
         "a site slowed to {SLOWED}/s got {rate:.2}/s ({MAILS} mails in {span:.2} s)"
     );
 }
+
+/// At most `MAX_SHAPING_RULES` rules are stored: adding one more is refused with an error
+/// that names the cap and what to do, replacing a stored rule still works, and a removed
+/// rule makes room. A pattern that compiles too big is refused naming its cap.
+pub async fn stored_rules_are_capped<H: Harness>() {
+    let h = H::new().await;
+    let admin = outbox::Admin::new(h.backend());
+    let shaping = admin.shaping();
+    let rule = |name: &str, pattern: &str| {
+        outbox::ShapingRule::new(name, pattern, RuleAction::Bounce).unwrap()
+    };
+    for n in 0..outbox::MAX_SHAPING_RULES {
+        shaping
+            .put_rule(&rule(&format!("r{n:03}"), "x"))
+            .await
+            .unwrap();
+    }
+    let refused = shaping
+        .put_rule(&rule("one-more", "x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("at most 100") && refused.contains("remove-rule"),
+        "{refused}"
+    );
+    shaping.put_rule(&rule("r007", "y")).await.unwrap();
+    assert!(shaping.remove_rule("r000").await.unwrap());
+    shaping.put_rule(&rule("one-more", "x")).await.unwrap();
+    let stored = shaping.rules().await.unwrap();
+    assert_eq!(stored.len(), outbox::MAX_SHAPING_RULES);
+    let heavy = outbox::ShapingRule {
+        pattern: r"\w{60}".into(),
+        ..rule("heavy", "x")
+    };
+    let refused = shaping.put_rule(&heavy).await.unwrap_err().to_string();
+    assert!(refused.contains("MAX_PATTERN_SIZE"), "{refused}");
+}

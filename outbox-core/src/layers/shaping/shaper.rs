@@ -57,13 +57,17 @@ impl<T> Cached<T> {
     }
 }
 
+/// The rules as the store returns them.
+type StoredRules = Vec<Result<crate::shaping::ShapingRule, String>>;
+
 /// The process's shaping state.
 pub(crate) struct Shaper {
     config: Shaping,
     store: Arc<dyn ShapingStore>,
     clock: Arc<dyn Clock>,
     sites: tokio::sync::Mutex<Cached<HashMap<String, SiteState>>>,
-    rules: tokio::sync::Mutex<Cached<Arc<RuleBook>>>,
+    /// The rules as stored when last read, and their book (compiled once per change).
+    rules: tokio::sync::Mutex<Cached<(StoredRules, Arc<RuleBook>)>>,
     mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
     pacer: Mutex<Pacer>,
 }
@@ -85,7 +89,7 @@ impl Shaper {
                 ever: false,
             }),
             rules: tokio::sync::Mutex::new(Cached {
-                value: Arc::default(),
+                value: (Vec::new(), Arc::default()),
                 read: None,
                 ever: false,
             }),
@@ -390,32 +394,36 @@ impl Shaper {
         }
     }
 
-    /// The rules as last read (read again when older than [`RULES_TTL`]; a failed read
-    /// keeps the last ones, and the configured ones until the first read).
+    /// The rules as last read (read again when older than [`RULES_TTL`], compiled again
+    /// only when they changed; a failed read keeps the last ones, and the configured ones
+    /// until the first read).
     async fn rules(&self) -> Arc<RuleBook> {
         let mut rules = self.rules.lock().await;
         if !rules.fresh(RULES_TTL) {
             match self.store.shaping_rules().await {
+                Ok(stored) if rules.ever && stored == rules.value.0 => {}
                 Ok(stored) => {
-                    let (ok, bad): (Vec<_>, Vec<_>) = stored.into_iter().partition(Result::is_ok);
-                    let mut all: Vec<_> = ok.into_iter().filter_map(Result::ok).collect();
+                    let mut all: Vec<_> = stored.iter().filter_map(|r| r.clone().ok()).collect();
                     all.sort_by(|a, b| a.name.cmp(&b.name));
                     let (book, invalid) = RuleBook::new(all);
-                    for e in bad.into_iter().filter_map(Result::err).chain(invalid) {
+                    let bad = stored.iter().filter_map(|r| r.clone().err());
+                    for e in bad.chain(invalid) {
                         tracing::warn!("shaping rule skipped: {e}");
                     }
-                    rules.value = Arc::new(book);
+                    rules.value = (stored, Arc::new(book));
+                    rules.ever = true;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the shaping rules; using the last ones read");
                     if rules.read.is_none() {
-                        rules.value = Arc::new(RuleBook::new(self.config.rules.clone()).0);
+                        let book = RuleBook::new(self.config.rules.clone()).0;
+                        rules.value.1 = Arc::new(book);
                     }
                 }
             }
             rules.read = Some(Instant::now());
         }
-        Arc::clone(&rules.value)
+        Arc::clone(&rules.value.1)
     }
 
     /// When message `id` of `site`, deferred at `now` for at least `wait`, comes back: in
@@ -484,4 +492,135 @@ fn excerpt(text: &str) -> &str {
         cut -= 1;
     }
     &text[..cut]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::{
+        clock::SystemClock,
+        error::Error,
+        shaping::{ShapingRule, SiteLimit},
+    };
+
+    /// A store that only holds rules (what the other verbs would do is not asked here).
+    #[derive(Default)]
+    struct Rules {
+        stored: Mutex<Vec<ShapingRule>>,
+        reads: AtomicUsize,
+    }
+
+    impl ShapingStore for Rules {
+        fn configure_sites<'a>(
+            &'a self,
+            _: &'a [(String, SiteLimit)],
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn sites(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+            unimplemented!()
+        }
+        fn sites_in_force(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+            unimplemented!()
+        }
+        fn take_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>> {
+            unimplemented!()
+        }
+        fn release_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: bool,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn renew_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn record_hit<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<u32, Error>> {
+            unimplemented!()
+        }
+        fn act_on_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a RuleAction,
+            _: &'a str,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+        fn resume_site<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+        fn shaping_rules(&self) -> BoxFuture<'_, Result<Vec<Result<ShapingRule, String>>, Error>> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            let rules = self
+                .stored
+                .lock()
+                .unwrap()
+                .iter()
+                .cloned()
+                .map(Ok)
+                .collect();
+            Box::pin(async move { Ok(rules) })
+        }
+        fn put_rules<'a>(&'a self, _: &'a [ShapingRule]) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn remove_rule<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+    }
+
+    fn rule(name: &str, pattern: &str) -> ShapingRule {
+        ShapingRule::new(name, pattern, RuleAction::Bounce).unwrap()
+    }
+
+    /// The rules are read again every few seconds, but compiled only when they changed:
+    /// an unchanged read keeps the book it has.
+    #[tokio::test]
+    async fn rules_are_compiled_once_per_change() {
+        let store = Arc::new(Rules::default());
+        *store.stored.lock().unwrap() = vec![rule("a", r"\b4\.7\.28\b"), rule("b", "x")];
+        let shaper = Shaper::new(Shaping::new(), store.clone(), Arc::new(SystemClock));
+        let first = shaper.rules().await;
+        assert!(first.find("any", "421 4.7.28").is_some());
+        for _ in 0..3 {
+            shaper.rules.lock().await.read = None; // as if 5 s passed
+            let again = shaper.rules().await;
+            assert!(
+                Arc::ptr_eq(&first, &again),
+                "unchanged rules were compiled again"
+            );
+        }
+        assert_eq!(store.reads.load(Ordering::SeqCst), 4);
+        store.stored.lock().unwrap()[1] = rule("b", "y");
+        shaper.rules.lock().await.read = None;
+        let changed = shaper.rules().await;
+        assert!(!Arc::ptr_eq(&first, &changed));
+        assert_eq!(changed.find("any", "y").unwrap().name, "b");
+    }
 }
