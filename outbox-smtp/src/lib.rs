@@ -17,6 +17,7 @@ mod queued;
 mod redirect;
 mod render;
 mod smtp;
+mod unknown;
 mod unsubscribe;
 
 pub use capture::SentEmail;
@@ -31,4 +32,5 @@ pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};
 pub use outbox_core::InvalidMessage;
 pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};
+pub use unknown::{is_unknown_user, UnknownUsers};
 pub use unsubscribe::{TokenError, Unsubscribe, UnsubscribeKeys, UnsubscribeToken, MIN_KEY_BYTES};

@@ -5,9 +5,17 @@
 //! while others were accepted are logged at WARN and the message counts as delivered
 //! (see the crate docs). Nothing in an email can make the handler panic.
 
-use std::{fmt, future::Future, path::PathBuf, pin::Pin, sync::Arc};
+use std::{
+    fmt,
+    future::Future,
+    path::PathBuf,
+    pin::Pin,
+    sync::{Arc, RwLock},
+};
 
-use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
+use outbox_core::{
+    store::Backend, Handler, HandlerError, MessageContext, MessageId, OutboxMessage, Suppressions,
+};
 
 use crate::{
     capture::{Captured, SentEmail},
@@ -17,6 +25,7 @@ use crate::{
     queued::RawEmail,
     render::{self, RenderOptions},
     smtp::SmtpSender,
+    unknown::{is_unknown_user, SuppressionSink},
     ConfigError, Email, MailerConfig, SendError,
 };
 
@@ -41,6 +50,8 @@ pub struct Mailer {
 struct Inner {
     config: MailerConfig,
     sender: Sender,
+    /// Where unknown addresses are suppressed ([`Mailer::suppress_into`]).
+    suppressions: RwLock<Option<SuppressionSink>>,
 }
 
 enum Sender {
@@ -88,13 +99,85 @@ impl Mailer {
             Transport::Capture => Sender::Capture(Captured::default()),
         };
         Ok(Self {
-            inner: Arc::new(Inner { config, sender }),
+            inner: Arc::new(Inner {
+                config,
+                sender,
+                suppressions: RwLock::new(None),
+            }),
         })
     }
 
     /// A mailer from a URL; see [`MailerConfig::from_url`].
     pub fn from_url(url: &str) -> Result<Self, ConfigError> {
         Self::new(MailerConfig::from_url(url)?)
+    }
+
+    /// Writes the addresses the receiving server says do not exist (a permanent
+    /// `550 5.1.1` "user unknown") to `suppressions` — the suppression list of the
+    /// outbox's database, `outbox.admin().suppressions()` — as a hard bounce for every
+    /// email, with the reply as its source, for the emails
+    /// [`MailerConfig::unknown_users`] names (default: list emails). The message itself
+    /// becomes a dead letter as before. Clones of this mailer share the setting; a second
+    /// call replaces the list.
+    ///
+    /// ```no_run
+    /// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
+    /// use outbox_core::{Outbox, SqliteBackend};
+    /// use outbox_smtp::{Email, Mailer};
+    ///
+    /// let outbox = Outbox::new(SqliteBackend::new(pool));
+    /// let mailer = Mailer::from_url("smtp://mail.example.com:587")?
+    ///     .suppress_into(outbox.admin().suppressions());
+    /// let outbox = outbox.register::<Email, _>(mailer.handler());
+    /// # Ok(()) }
+    /// ```
+    pub fn suppress_into<B: Backend>(self, suppressions: Suppressions<B>) -> Self {
+        *self
+            .inner
+            .suppressions
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(SuppressionSink::new(suppressions));
+        self
+    }
+
+    /// Records the recipients `result` says do not exist, when the policy covers this
+    /// email (`list`: a list email).
+    async fn note_unknown(&self, result: &Result<Delivery, SendError>, list: bool, id: &MessageId) {
+        if !self.inner.config.unknown_users.applies(list) {
+            return;
+        }
+        let refused = match result {
+            Ok(delivery) => &delivery.refused,
+            Err(SendError::RecipientsRefused(refused)) => refused,
+            Err(_) => return,
+        };
+        let unknown: Vec<&RefusedRecipient> = refused
+            .iter()
+            .filter(|r| is_unknown_user(r.code, &r.reply))
+            .collect();
+        if unknown.is_empty() {
+            return;
+        }
+        let sink = self
+            .inner
+            .suppressions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(sink) = sink else {
+            for r in unknown {
+                tracing::warn!(
+                    message.id = %id, recipient = %r.address, code = r.code, reply = %r.reply,
+                    "the receiving server says the address does not exist; not suppressed: \
+                     give the mailer the suppression list (Mailer::suppress_into)"
+                );
+            }
+            return;
+        };
+        for r in unknown {
+            sink.unknown(&r.address, r.code, &r.reply, id.as_str())
+                .await;
+        }
     }
 
     /// The configuration (its `Display` hides the password).
@@ -133,10 +216,10 @@ impl Mailer {
         email: &Email,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
-        reported(
-            ctx.id(),
-            self.deliver(email, ctx.id(), ctx.type_tag()).await,
-        )
+        let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
+        self.note_unknown(&result, email.list.is_some(), ctx.id())
+            .await;
+        reported(ctx.id(), result)
     }
 
     /// Sends a raw email ([`RawEmail`], what [`QueuedTransport`](crate::QueuedTransport)
@@ -146,10 +229,10 @@ impl Mailer {
         raw: &RawEmail,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
-        reported(
-            ctx.id(),
-            self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await,
-        )
+        let result = self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await;
+        let list = render::header_value(&raw.data, "List-Unsubscribe").is_some();
+        self.note_unknown(&result, list, ctx.id()).await;
+        reported(ctx.id(), result)
     }
 
     /// The handler an outbox runs for [`RawEmail`] messages (lettre messages enqueued by

@@ -22,6 +22,7 @@ mod shaping;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
 mod testing;
+mod unknown_users;
 
 /// One test per case for a backend.
 macro_rules! conformance {
@@ -30,7 +31,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes, shaping, testing,
+                processes, shaping, testing, unknown_users,
             };
             type H = $harness;
 
@@ -221,6 +222,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {
                 shaping::stored_rules_are_capped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_unknown_user_of_a_list_email_is_suppressed() {
+                unknown_users::an_unknown_user_of_a_list_email_is_suppressed::<H>().await
             }
             #[allow(unused_imports)]
             use harness::Harness as _;
