@@ -26,7 +26,7 @@ pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
-pub use mailer::{Delivery, Mailer};
+pub use mailer::{Delivery, Mailer, LIST_WITHOUT_UNSUBSCRIBE_WAIT};
 #[cfg(feature = "mx")]
 pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};
 pub use outbox_core::InvalidMessage;

@@ -10,7 +10,8 @@ use std::{
     future::Future,
     path::PathBuf,
     pin::Pin,
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
+    time::{Duration, Instant},
 };
 
 use outbox_core::{
@@ -47,7 +48,18 @@ pub struct Mailer {
     inner: Arc<Inner>,
 }
 
+/// How long a list email waits when the mailer has no
+/// [`MailerConfig::unsubscribe`]: it is put back (no attempt used, never a dead letter)
+/// until a mailer with one sends it; after configuring it, `outbox messages retry --error unsubscribe` (or
+/// `Admin::messages().retry_now_where`) sends the waiting ones at once.
+pub const LIST_WITHOUT_UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// How often the ERROR about list emails without unsubscribe is repeated.
+const LIST_WITHOUT_UNSUBSCRIBE_LOG_EVERY: Duration = Duration::from_secs(60);
+
 struct Inner {
+    /// When the ERROR about list emails without unsubscribe was last logged.
+    no_unsubscribe_logged: Mutex<Option<Instant>>,
     config: MailerConfig,
     sender: Sender,
     /// Where unknown addresses are suppressed ([`Mailer::suppress_into`]).
@@ -100,6 +112,7 @@ impl Mailer {
         };
         Ok(Self {
             inner: Arc::new(Inner {
+                no_unsubscribe_logged: Mutex::new(None),
                 config,
                 sender,
                 suppressions: RwLock::new(None),
@@ -138,6 +151,31 @@ impl Mailer {
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(SuppressionSink::new(suppressions));
         self
+    }
+
+    /// A list email this mailer cannot send (it has no [`MailerConfig::unsubscribe`]): put
+    /// back for [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`], not an attempt and never a dead letter,
+    /// with an ERROR (at most once a minute) that names the fix.
+    fn held_list_email(&self, id: &MessageId, list: Option<&str>) -> HandlerError {
+        let reason = format!(
+            "list email (list {:?}) not sent: the mailer has no MailerConfig::unsubscribe, and \
+             bulk mail without one-click unsubscribe is refused by Gmail, Yahoo and Outlook; \
+             give the mailer MailerConfig::unsubscribe(..) — the list email waits (no attempt \
+             used) and is tried again every {} minutes; after the fix, retry the waiting \
+             ones now (`outbox messages retry --error unsubscribe`)",
+            list.unwrap_or_default(),
+            LIST_WITHOUT_UNSUBSCRIBE_WAIT.as_secs() / 60
+        );
+        let mut logged = self
+            .inner
+            .no_unsubscribe_logged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if logged.is_none_or(|at| at.elapsed() >= LIST_WITHOUT_UNSUBSCRIBE_LOG_EVERY) {
+            *logged = Some(Instant::now());
+            tracing::error!(message.id = %id, "{reason}");
+        }
+        HandlerError::snooze_because(LIST_WITHOUT_UNSUBSCRIBE_WAIT, reason)
     }
 
     /// Records the recipients `result` says do not exist, when the policy covers this
@@ -216,6 +254,9 @@ impl Mailer {
         email: &Email,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
+        if email.list.is_some() && self.inner.config.unsubscribe.is_none() {
+            return Err(self.held_list_email(ctx.id(), email.list.as_deref()));
+        }
         let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
         self.note_unknown(&result, email.list.is_some(), ctx.id())
             .await;

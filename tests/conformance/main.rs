@@ -227,6 +227,10 @@ macro_rules! conformance {
             async fn an_unknown_user_of_a_list_email_is_suppressed() {
                 unknown_users::an_unknown_user_of_a_list_email_is_suppressed::<H>().await
             }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_list_email_without_unsubscribe_waits_for_the_fix() {
+                unknown_users::a_list_email_without_unsubscribe_waits_for_the_fix::<H>().await
+            }
             #[allow(unused_imports)]
             use harness::Harness as _;
         }

@@ -104,3 +104,83 @@ pub async fn an_unknown_user_of_a_list_email_is_suppressed<H: Harness>() {
     );
     println!("{}: suppressed {} ({source})", H::NAME, s.address);
 }
+
+/// A list email sent by a mailer without `MailerConfig::unsubscribe` is not a dead letter:
+/// it waits (no attempt used) with a reason that names the setting, the transactional
+/// email beside it goes out, and once a mailer with unsubscribe runs, "retry now" sends it.
+pub async fn a_list_email_without_unsubscribe_waits_for_the_fix<H: Harness>() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let list = email("ann@example.com", true)
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    let receipt = email("bob@example.com", false)
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let smtp = || {
+        SmtpConfig::new("127.0.0.1")
+            .port(sink.port)
+            .command_timeout(Duration::from_secs(5))
+    };
+    let admin = Admin::new(h.backend());
+    let waiting = |admin: &Admin<H::Backend>| {
+        let id = list.id().clone();
+        let admin = admin.clone();
+        async move { admin.messages().show(&id).await.unwrap() }
+    };
+    let without = Mailer::new(MailerConfig::smtp(smtp())).unwrap();
+    Outbox::new(h.backend())
+        .register::<Email, _>(without.handler())
+        .run_until(async {
+            for _ in 0..1500 {
+                let held = waiting(&admin).await.and_then(|m| m.message.last_error);
+                if sink.received().len() == 1 && held.is_some() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("the receipt was not sent, or the list email not held, within 30 s");
+        })
+        .await
+        .unwrap();
+    let dead = admin
+        .dead_letters()
+        .count(&DeadLetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        dead, 0,
+        "a list email without unsubscribe is not a dead letter"
+    );
+    let held = waiting(&admin).await.expect("the list email waits").message;
+    let why = held.last_error.clone().unwrap_or_default();
+    assert!(why.contains("MailerConfig::unsubscribe"), "{why}");
+    assert_eq!(held.attempts, 0, "no attempt used: {held:?}");
+    assert_eq!(sink.received()[0].rcpt, ["bob@example.com"]);
+    let _ = receipt;
+
+    // Fixed: a mailer with unsubscribe sends it as soon as it is retried.
+    let keys = UnsubscribeKeys::new("k1", [7u8; 32]).unwrap();
+    let unsubscribe = Unsubscribe::new("https://news.example.com/u/", keys).unwrap();
+    let with = Mailer::new(MailerConfig::smtp(smtp()).unsubscribe(unsubscribe)).unwrap();
+    assert!(admin.messages().retry_now(list.id()).await.unwrap());
+    Outbox::new(h.backend())
+        .register::<Email, _>(with.handler())
+        .run_until(async {
+            for _ in 0..1500 {
+                if sink.received().len() == 2 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("the list email was not sent after the fix within 30 s");
+        })
+        .await
+        .unwrap();
+    assert_eq!(sink.received()[1].rcpt, ["ann@example.com"]);
+    println!("{}: held with {why:?}, sent after the fix", H::NAME);
+}

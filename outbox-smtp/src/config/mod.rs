@@ -122,7 +122,10 @@ impl MailerConfig {
 
     /// Gives list emails ([`EmailBuilder::list`](crate::EmailBuilder::list)) one-click
     /// unsubscribe headers (RFC 8058) pointing at `unsubscribe`'s URL. Without it a list
-    /// email is not sent: it becomes a dead letter that says to configure this.
+    /// email is not sent: an outbox worker puts it back for
+    /// [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`](crate::LIST_WITHOUT_UNSUBSCRIBE_WAIT) (no attempt
+    /// used, never a dead letter) with a reason, and logs an ERROR, that name this setting;
+    /// [`Mailer::deliver`](crate::Mailer::deliver) refuses it.
     pub fn unsubscribe(mut self, unsubscribe: crate::Unsubscribe) -> Self {
         self.unsubscribe = Some(unsubscribe);
         self
