@@ -39,7 +39,7 @@ pub async fn a_slowed_site_gets_the_rate_it_is_slowed_to<H: Harness>() {
         .unwrap();
     let mut tx = h.pool().begin().await.unwrap();
     for i in 0..MAILS {
-        Email::builder()
+        let _ = Email::builder()
             .from("news@example.com")
             .to(format!("user{i}@paced.test"))
             .subject("Hello")

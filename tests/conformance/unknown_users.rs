@@ -50,7 +50,7 @@ pub async fn an_unknown_user_of_a_list_email_is_suppressed<H: Harness>() {
         ("blocked@example.com", true),
         ("fine@example.com", true),
     ] {
-        email(to, list).enqueue(&mut *tx).await.unwrap();
+        let _ = email(to, list).enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
     let smtp = SmtpConfig::new("127.0.0.1")

@@ -181,7 +181,7 @@ impl Shaper {
                     waited += from.elapsed();
                 }
                 Asked::Done(done) => {
-                    if !matches!(done, Err(_)) {
+                    if done.is_ok() {
                         self.pacer().forget(id);
                     }
                     return done;
