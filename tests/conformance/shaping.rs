@@ -14,12 +14,12 @@ use outbox::{
 use super::{harness::Harness, smtp_sink::SinkOptions, smtp_sink::SmtpSink};
 
 /// The rate the site is slowed to.
-const SLOWED: f64 = 20.0;
-/// Mails to the slowed site: about 5 s at its rate.
-const MAILS: usize = 100;
+const SLOWED: f64 = 10.0;
+/// Mails to the slowed site: about 8 s at its rate.
+const MAILS: usize = 80;
 
-/// A site slowed to 20/s by a rule's action gets 20/s within 5 %: 100 mails to it, queued
-/// at once, arrive at the receiver spread over 99 / 20 s (± 5 %).
+/// A site slowed to 10/s by a rule's action gets 10/s within 5 %: 80 mails to it, queued
+/// at once, arrive at the receiver spread over 79 / 10 s (± 5 %).
 pub async fn a_slowed_site_gets_the_rate_it_is_slowed_to<H: Harness>() {
     let sink = SmtpSink::start(SinkOptions::default()).await;
     let h = H::new().await;
