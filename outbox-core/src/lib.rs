@@ -77,7 +77,8 @@ pub use message::{
 pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
 pub use shaping::{
     describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,
-    RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, PROVIDER_SITES,
+    RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_RULES,
+    PROVIDER_SITES,
 };
 pub use store::Retention;
 pub use transaction::{

@@ -23,6 +23,14 @@ pub const MAX_SHAPING_NAME_LEN: usize = 200;
 /// Longest pattern of a rule.
 pub const MAX_PATTERN_LEN: usize = 1_000;
 
+/// Largest compiled form of a rule's pattern, in bytes: 1 MiB. A short pattern can compile
+/// to megabytes, and take that long to compile: `\w{60}` (Unicode word characters) is
+/// 4 MiB, `(?-u)\w{60}` (ASCII ones) a few KiB, `\w{10}` half a MiB.
+pub const MAX_PATTERN_SIZE: usize = 1024 * 1024;
+
+/// Most rules that may be stored (an outbox uses the first ones by name past it).
+pub const MAX_SHAPING_RULES: usize = 100;
+
 /// Longest slowdown, suspension or rule window (a year and a day).
 pub const MAX_SHAPING_DURATION: Duration = Duration::from_secs(366 * 86_400);
 
@@ -370,8 +378,33 @@ impl ShapingRule {
         self
     }
 
-    /// Explains a rule that cannot work.
+    /// Explains a rule that cannot work: [`check_fields`](Self::check_fields), and a
+    /// pattern that does not compile within [`MAX_PATTERN_SIZE`].
     pub fn check(&self) -> Result<(), String> {
+        self.check_fields()?;
+        self.compile().map(drop)
+    }
+
+    /// The rule's pattern, compiled (at most [`MAX_PATTERN_SIZE`] bytes of it).
+    pub fn compile(&self) -> Result<regex::Regex, String> {
+        let name = &self.name;
+        regex::RegexBuilder::new(&self.pattern)
+            .size_limit(MAX_PATTERN_SIZE)
+            .build()
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => format!(
+                    "rule `{name}`: the pattern compiles to more than {} MiB \
+                     (MAX_PATTERN_SIZE); make it simpler: fewer or smaller repetitions, or \
+                     `(?-u)` to match ASCII classes only",
+                    MAX_PATTERN_SIZE >> 20
+                ),
+                e => format!("rule `{name}`: the pattern is not a regular expression: {e}"),
+            })
+    }
+
+    /// Explains a rule that cannot work, all but its pattern's compiling (which is the
+    /// costly part: [`check`](Self::check) does it).
+    pub fn check_fields(&self) -> Result<(), String> {
         let name = &self.name;
         if name.is_empty()
             || name.len() > MAX_SHAPING_NAME_LEN
@@ -389,8 +422,6 @@ impl ShapingRule {
                 "rule `{name}`: the pattern is longer than {MAX_PATTERN_LEN} bytes"
             ));
         }
-        regex::Regex::new(&self.pattern)
-            .map_err(|e| format!("rule `{name}`: the pattern is not a regular expression: {e}"))?;
         if self.threshold == 0 {
             return Err(format!(
                 "rule `{name}`: the threshold must be at least 1 match"
@@ -466,17 +497,22 @@ pub struct RuleBook {
 }
 
 impl RuleBook {
-    /// The rules that compile (a stored rule that does not is skipped, and named in the
-    /// second list with why).
+    /// The rules that work, each pattern compiled once (a stored rule that does not work
+    /// is skipped, and named in the second list with why); past [`MAX_SHAPING_RULES`]
+    /// rules, the rest are skipped and named too.
     pub fn new(rules: Vec<ShapingRule>) -> (Self, Vec<String>) {
-        let mut book = Vec::with_capacity(rules.len());
+        let mut book = Vec::with_capacity(rules.len().min(MAX_SHAPING_RULES));
         let mut bad = Vec::new();
         for rule in rules {
-            match rule.check() {
-                Ok(()) => {
-                    let re = regex::Regex::new(&rule.pattern).expect("checked");
-                    book.push((rule, re));
-                }
+            if book.len() == MAX_SHAPING_RULES {
+                bad.push(format!(
+                    "rule `{}`: past the {MAX_SHAPING_RULES} rules an outbox uses",
+                    rule.name
+                ));
+                continue;
+            }
+            match rule.check_fields().and_then(|()| rule.compile()) {
+                Ok(re) => book.push((rule, re)),
                 Err(e) => bad.push(e),
             }
         }
@@ -683,6 +719,12 @@ impl Shaping {
         }
         self.rules.retain(|r| r.name != rule.name);
         self.rules.push(rule);
+        if self.rules.len() == MAX_SHAPING_RULES + 1 {
+            self.problems.push(format!(
+                "shaping: more than {MAX_SHAPING_RULES} rules (MAX_SHAPING_RULES); merge \
+                 patterns into fewer rules"
+            ));
+        }
         self
     }
 
@@ -975,6 +1017,37 @@ mod tests {
         assert_eq!(s.site_of_mx(&[]), None);
         assert_eq!(domain_of("Ann@GMail.com").as_deref(), Some("gmail.com"));
         assert_eq!(domain_of("nobody"), None);
+    }
+
+    #[test]
+    fn a_pattern_that_compiles_too_big_and_too_many_rules_are_refused_naming_the_cap() {
+        // 6 characters, 4 MiB compiled (Unicode word characters, repeated).
+        let heavy = ShapingRule::new("heavy", r"\w{60}", RuleAction::Bounce);
+        let e = heavy.unwrap_err();
+        assert!(
+            e.contains("more than 1 MiB (MAX_PATTERN_SIZE)") && e.contains("heavy"),
+            "{e}"
+        );
+        // The same in ASCII is small enough, and so is a short Unicode repetition.
+        ShapingRule::new("ascii", r"(?-u)\w{60}", RuleAction::Bounce).unwrap();
+        ShapingRule::new("short", r"\w{10}", RuleAction::Bounce).unwrap();
+        for r in provider_rules() {
+            r.compile().unwrap();
+        }
+        // The configuration says when it holds too many rules.
+        let mut s = Shaping::new();
+        for n in 0..=MAX_SHAPING_RULES {
+            s = s.rule(ShapingRule::new(&format!("r{n:03}"), "x", RuleAction::Bounce).unwrap());
+        }
+        assert!(
+            s.problems()[0].contains("more than 100 rules"),
+            "{:?}",
+            s.problems()
+        );
+        // A book uses the first 100 and names the rest.
+        let (book, skipped) = RuleBook::new(s.rules().to_vec());
+        assert_eq!(book.rules.len(), MAX_SHAPING_RULES);
+        assert!(skipped[0].contains("r100"), "{skipped:?}");
     }
 
     #[test]

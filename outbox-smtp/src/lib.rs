@@ -17,6 +17,7 @@ mod queued;
 mod redirect;
 mod render;
 mod smtp;
+mod unknown;
 mod unsubscribe;
 
 pub use capture::SentEmail;
@@ -25,10 +26,11 @@ pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
 pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
-pub use mailer::{Delivery, Mailer};
+pub use mailer::{Delivery, Mailer, LIST_WITHOUT_UNSUBSCRIBE_WAIT};
 #[cfg(feature = "mx")]
 pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};
 pub use outbox_core::InvalidMessage;
 pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};
+pub use unknown::{is_unknown_user, UnknownUsers};
 pub use unsubscribe::{TokenError, Unsubscribe, UnsubscribeKeys, UnsubscribeToken, MIN_KEY_BYTES};

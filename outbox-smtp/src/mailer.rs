@@ -5,9 +5,18 @@
 //! while others were accepted are logged at WARN and the message counts as delivered
 //! (see the crate docs). Nothing in an email can make the handler panic.
 
-use std::{fmt, future::Future, path::PathBuf, pin::Pin, sync::Arc};
+use std::{
+    fmt,
+    future::Future,
+    path::PathBuf,
+    pin::Pin,
+    sync::{Arc, Mutex, RwLock},
+    time::{Duration, Instant},
+};
 
-use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
+use outbox_core::{
+    store::Backend, Handler, HandlerError, MessageContext, MessageId, OutboxMessage, Suppressions,
+};
 
 use crate::{
     capture::{Captured, SentEmail},
@@ -17,6 +26,7 @@ use crate::{
     queued::RawEmail,
     render::{self, RenderOptions},
     smtp::SmtpSender,
+    unknown::{is_unknown_user, SuppressionSink},
     ConfigError, Email, MailerConfig, SendError,
 };
 
@@ -38,9 +48,22 @@ pub struct Mailer {
     inner: Arc<Inner>,
 }
 
+/// How long a list email waits when the mailer has no
+/// [`MailerConfig::unsubscribe`]: it is put back (no attempt used, never a dead letter)
+/// until a mailer with one sends it; after configuring it, `outbox messages retry --error unsubscribe` (or
+/// `Admin::messages().retry_now_where`) sends the waiting ones at once.
+pub const LIST_WITHOUT_UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// How often the ERROR about list emails without unsubscribe is repeated.
+const LIST_WITHOUT_UNSUBSCRIBE_LOG_EVERY: Duration = Duration::from_secs(60);
+
 struct Inner {
+    /// When the ERROR about list emails without unsubscribe was last logged.
+    no_unsubscribe_logged: Mutex<Option<Instant>>,
     config: MailerConfig,
     sender: Sender,
+    /// Where unknown addresses are suppressed ([`Mailer::suppress_into`]).
+    suppressions: RwLock<Option<SuppressionSink>>,
 }
 
 enum Sender {
@@ -88,13 +111,111 @@ impl Mailer {
             Transport::Capture => Sender::Capture(Captured::default()),
         };
         Ok(Self {
-            inner: Arc::new(Inner { config, sender }),
+            inner: Arc::new(Inner {
+                no_unsubscribe_logged: Mutex::new(None),
+                config,
+                sender,
+                suppressions: RwLock::new(None),
+            }),
         })
     }
 
     /// A mailer from a URL; see [`MailerConfig::from_url`].
     pub fn from_url(url: &str) -> Result<Self, ConfigError> {
         Self::new(MailerConfig::from_url(url)?)
+    }
+
+    /// Writes the addresses the receiving server says do not exist (a permanent
+    /// `550 5.1.1` "user unknown") to `suppressions` — the suppression list of the
+    /// outbox's database, `outbox.admin().suppressions()` — as a hard bounce for every
+    /// email, with the reply as its source, for the emails
+    /// [`MailerConfig::unknown_users`] names (default: list emails). The message itself
+    /// becomes a dead letter as before. Clones of this mailer share the setting; a second
+    /// call replaces the list.
+    ///
+    /// ```no_run
+    /// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
+    /// use outbox_core::{Outbox, SqliteBackend};
+    /// use outbox_smtp::{Email, Mailer};
+    ///
+    /// let outbox = Outbox::new(SqliteBackend::new(pool));
+    /// let mailer = Mailer::from_url("smtp://mail.example.com:587")?
+    ///     .suppress_into(outbox.admin().suppressions());
+    /// let outbox = outbox.register::<Email, _>(mailer.handler());
+    /// # Ok(()) }
+    /// ```
+    pub fn suppress_into<B: Backend>(self, suppressions: Suppressions<B>) -> Self {
+        *self
+            .inner
+            .suppressions
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(SuppressionSink::new(suppressions));
+        self
+    }
+
+    /// A list email this mailer cannot send (it has no [`MailerConfig::unsubscribe`]): put
+    /// back for [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`], not an attempt and never a dead letter,
+    /// with an ERROR (at most once a minute) that names the fix.
+    fn held_list_email(&self, id: &MessageId, list: Option<&str>) -> HandlerError {
+        let reason = format!(
+            "list email (list {:?}) not sent: the mailer has no MailerConfig::unsubscribe, and \
+             bulk mail without one-click unsubscribe is refused by Gmail, Yahoo and Outlook; \
+             give the mailer MailerConfig::unsubscribe(..) — the list email waits (no attempt \
+             used) and is tried again every {} minutes; after the fix, retry the waiting \
+             ones now (`outbox messages retry --error unsubscribe`)",
+            list.unwrap_or_default(),
+            LIST_WITHOUT_UNSUBSCRIBE_WAIT.as_secs() / 60
+        );
+        let mut logged = self
+            .inner
+            .no_unsubscribe_logged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if logged.is_none_or(|at| at.elapsed() >= LIST_WITHOUT_UNSUBSCRIBE_LOG_EVERY) {
+            *logged = Some(Instant::now());
+            tracing::error!(message.id = %id, "{reason}");
+        }
+        HandlerError::snooze_because(LIST_WITHOUT_UNSUBSCRIBE_WAIT, reason)
+    }
+
+    /// Records the recipients `result` says do not exist, when the policy covers this
+    /// email (`list`: a list email).
+    async fn note_unknown(&self, result: &Result<Delivery, SendError>, list: bool, id: &MessageId) {
+        if !self.inner.config.unknown_users.applies(list) {
+            return;
+        }
+        let refused = match result {
+            Ok(delivery) => &delivery.refused,
+            Err(SendError::RecipientsRefused(refused)) => refused,
+            Err(_) => return,
+        };
+        let unknown: Vec<&RefusedRecipient> = refused
+            .iter()
+            .filter(|r| is_unknown_user(r.code, &r.reply))
+            .collect();
+        if unknown.is_empty() {
+            return;
+        }
+        let sink = self
+            .inner
+            .suppressions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(sink) = sink else {
+            for r in unknown {
+                tracing::warn!(
+                    message.id = %id, recipient = %r.address, code = r.code, reply = %r.reply,
+                    "the receiving server says the address does not exist; not suppressed: \
+                     give the mailer the suppression list (Mailer::suppress_into)"
+                );
+            }
+            return;
+        };
+        for r in unknown {
+            sink.unknown(&r.address, r.code, &r.reply, id.as_str())
+                .await;
+        }
     }
 
     /// The configuration (its `Display` hides the password).
@@ -133,10 +254,13 @@ impl Mailer {
         email: &Email,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
-        reported(
-            ctx.id(),
-            self.deliver(email, ctx.id(), ctx.type_tag()).await,
-        )
+        if email.list.is_some() && self.inner.config.unsubscribe.is_none() {
+            return Err(self.held_list_email(ctx.id(), email.list.as_deref()));
+        }
+        let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
+        self.note_unknown(&result, email.list.is_some(), ctx.id())
+            .await;
+        reported(ctx.id(), result)
     }
 
     /// Sends a raw email ([`RawEmail`], what [`QueuedTransport`](crate::QueuedTransport)
@@ -146,10 +270,10 @@ impl Mailer {
         raw: &RawEmail,
         ctx: &MessageContext<S>,
     ) -> Result<Delivery, HandlerError> {
-        reported(
-            ctx.id(),
-            self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await,
-        )
+        let result = self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await;
+        let list = render::header_value(&raw.data, "List-Unsubscribe").is_some();
+        self.note_unknown(&result, list, ctx.id()).await;
+        reported(ctx.id(), result)
     }
 
     /// The handler an outbox runs for [`RawEmail`] messages (lettre messages enqueued by

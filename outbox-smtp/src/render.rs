@@ -143,7 +143,7 @@ fn address_domain(value: &str) -> Option<String> {
 
 /// The value of header `name` (case-insensitive) in the header section of `data`, folded
 /// lines joined.
-fn header_value(data: &[u8], name: &str) -> Option<String> {
+pub(crate) fn header_value(data: &[u8], name: &str) -> Option<String> {
     let end = data
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

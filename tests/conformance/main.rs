@@ -18,9 +18,11 @@ mod layers;
 mod many_types;
 mod outage;
 mod processes;
+mod shaping;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
 mod testing;
+mod unknown_users;
 
 /// One test per case for a backend.
 macro_rules! conformance {
@@ -29,7 +31,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes, testing,
+                processes, shaping, testing, unknown_users,
             };
             type H = $harness;
 
@@ -220,6 +222,22 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn killed_workers_messages_are_delivered_by_another() {
                 processes::killed_workers_messages_are_delivered_by_another::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_slowed_site_gets_the_rate_it_is_slowed_to() {
+                shaping::a_slowed_site_gets_the_rate_it_is_slowed_to::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stored_shaping_rules_are_capped() {
+                shaping::stored_rules_are_capped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_unknown_user_of_a_list_email_is_suppressed() {
+                unknown_users::an_unknown_user_of_a_list_email_is_suppressed::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_list_email_without_unsubscribe_waits_for_the_fix() {
+                unknown_users::a_list_email_without_unsubscribe_waits_for_the_fix::<H>().await
             }
             #[allow(unused_imports)]
             use harness::Harness as _;

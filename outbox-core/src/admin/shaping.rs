@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::{
     clock::Clock,
     error::Error,
+    shaping::MAX_SHAPING_RULES,
     store::{Backend, ShapingRule, SiteState},
 };
 
@@ -37,14 +38,37 @@ impl<B: Backend> ShapingAdmin<B> {
 
     /// Every stored rule, by name; a row that does not read as a rule (edited by hand) is
     /// an `Err` that names it and says what is wrong.
+    ///
+    /// Patterns are not compiled here (a listing stays fast): they are compiled when a rule
+    /// is added ([`put_rule`](Self::put_rule)) and by the workers, which skip one that does
+    /// not compile with a warning that names it.
     pub async fn rules(&self) -> Result<Vec<Result<ShapingRule, String>>, Error> {
         self.backend.shaping_rules().await
     }
 
     /// Adds `rule`, or replaces the rule of the same name. A rule that cannot work is
-    /// refused with the reason ([`ShapingRule::check`]).
+    /// refused with the reason ([`ShapingRule::check`]: its pattern compiles within
+    /// [`MAX_PATTERN_SIZE`](crate::shaping::MAX_PATTERN_SIZE)), and so is a new rule when
+    /// [`MAX_SHAPING_RULES`] are stored already.
     pub async fn put_rule(&self, rule: &ShapingRule) -> Result<(), Error> {
         rule.check().map_err(Error::Config)?;
+        let stored = self.backend.shaping_rules().await?;
+        let names = stored
+            .iter()
+            .map(|r| match r {
+                Ok(r) => r.name.as_str(),
+                Err(_) => "",
+            })
+            .collect::<Vec<_>>();
+        if !names.contains(&rule.name.as_str()) && stored.len() >= MAX_SHAPING_RULES {
+            return Err(Error::Config(format!(
+                "cannot add rule `{}`: {} shaping rules are stored and at most \
+                 {MAX_SHAPING_RULES} may be (MAX_SHAPING_RULES); remove one first \
+                 (`outbox shaping remove-rule NAME`) or merge patterns into fewer rules",
+                rule.name,
+                stored.len()
+            )));
+        }
         self.backend.put_rules(std::slice::from_ref(rule)).await
     }
 

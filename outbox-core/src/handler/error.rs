@@ -67,6 +67,12 @@ impl HandlerError {
         )
     }
 
+    /// Not a failure: deliver the message again after `delay`, without using an attempt,
+    /// recording `reason` as its last error (what it waits for).
+    pub fn snooze_because(delay: Duration, reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::Snooze(delay), reason)
+    }
+
     /// The downstream is down, not this message (connection refused, `503 Service
     /// Unavailable`, SMTP `421`): the circuit breaker stops the type's workers in every
     /// process until a probe gets through; see [`HandlerErrorKind::Down`].

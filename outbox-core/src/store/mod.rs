@@ -566,7 +566,8 @@ pub trait ShapingStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, Error>>;
     /// Ends the slowdown and suspension of `site`; false when it has no row.
     fn resume_site<'a>(&'a self, site: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
-    /// Every stored rule, by name; a row that does not read as a rule is an error naming it.
+    /// Every stored rule, by name; a row that does not read as a rule is an error naming it
+    /// (its pattern is not compiled here: [`ShapingRule::check_fields`]).
     fn shaping_rules(&self) -> BoxFuture<'_, Result<Vec<Result<ShapingRule, String>>, Error>>;
     /// Adds or replaces `rules` (by name) in one transaction.
     fn put_rules<'a>(&'a self, rules: &'a [ShapingRule]) -> BoxFuture<'a, Result<(), Error>>;

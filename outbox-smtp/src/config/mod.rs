@@ -42,6 +42,7 @@ pub struct MailerConfig {
     #[cfg(feature = "dkim")]
     pub(crate) dkim: Vec<crate::DkimSigner>,
     pub(crate) unsubscribe: Option<crate::Unsubscribe>,
+    pub(crate) unknown_users: crate::UnknownUsers,
 }
 
 impl MailerConfig {
@@ -92,6 +93,7 @@ impl MailerConfig {
             #[cfg(feature = "dkim")]
             dkim: Vec::new(),
             unsubscribe: None,
+            unknown_users: crate::UnknownUsers::default(),
         }
     }
 
@@ -120,9 +122,24 @@ impl MailerConfig {
 
     /// Gives list emails ([`EmailBuilder::list`](crate::EmailBuilder::list)) one-click
     /// unsubscribe headers (RFC 8058) pointing at `unsubscribe`'s URL. Without it a list
-    /// email is not sent: it becomes a dead letter that says to configure this.
+    /// email is not sent: an outbox worker puts it back for
+    /// [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`](crate::LIST_WITHOUT_UNSUBSCRIBE_WAIT) (no attempt
+    /// used, never a dead letter) with a reason, and logs an ERROR, that name this setting;
+    /// [`Mailer::deliver`](crate::Mailer::deliver) refuses it.
     pub fn unsubscribe(mut self, unsubscribe: crate::Unsubscribe) -> Self {
         self.unsubscribe = Some(unsubscribe);
+        self
+    }
+
+    /// Which emails put their recipient on the suppression list when the receiving server
+    /// answers that the address does not exist (a permanent `550 5.1.1` "user unknown",
+    /// see [`is_unknown_user`](crate::is_unknown_user)); default: list emails
+    /// ([`UnknownUsers::SuppressListEmail`](crate::UnknownUsers::SuppressListEmail)). The
+    /// message itself becomes a dead letter either way. The addresses are written to the
+    /// list given to [`Mailer::suppress_into`](crate::Mailer::suppress_into) (a mailer
+    /// without one only logs them).
+    pub fn unknown_users(mut self, policy: crate::UnknownUsers) -> Self {
+        self.unknown_users = policy;
         self
     }
 

@@ -312,7 +312,8 @@ impl<D: Dialect> ShapingStore for D {
                     threshold: u32::try_from(r.int(6)?.max(0)).unwrap_or(u32::MAX),
                     window: secs(7)?.unwrap_or_default(),
                 };
-                Ok(rule.check().map(|()| rule))
+                // The pattern is compiled by whoever uses the rule, once.
+                Ok(rule.check_fields().map(|()| rule))
             });
             Ok(rules.collect::<Result<_, sqlx::Error>>()?)
         })

@@ -13,9 +13,12 @@
 //!   runs and freed when it ends (or when its lease runs out, if the process died). A
 //!   message its type's rate limit then puts back gives its site the token back;
 //! * **not now**: the message is deferred — not an attempt — to when the site has room.
-//!   Messages deferred by one process are spread one token apart (at most 10 minutes
+//!   Messages deferred by one process are booked one token apart (at most 10 minutes
 //!   ahead), so a slowed site's backlog does not come back all at once; the worker goes on
-//!   with other sites' mail at once, nothing waits in a worker slot.
+//!   with other sites' mail. The message first in the process's line for the site, or one
+//!   back at its booking, waits in its slot for a token due within one gap of the site (at
+//!   most a second, at most two messages per site), so no token comes due unasked and the
+//!   site gets the rate it is given.
 //!
 //! When a message fails, its failure text (which holds the server's reply, code and
 //! enhanced status code) is matched against the rules ([`ShapingRule`](crate::ShapingRule),
@@ -36,6 +39,7 @@
 //! match. Site times are the workers' clocks (NTP keeps them together).
 
 mod layer;
+mod pacer;
 mod service;
 mod shaper;
 

@@ -42,7 +42,8 @@ where
             // No recipient (or a payload that does not decode: its attempt says so).
             return Box::pin(self.inner.call(task));
         };
-        let holder = format!("{}#{}", task.args.id, task.args.claim);
+        let id = task.args.id.to_string();
+        let holder = format!("{id}#{}", task.args.claim);
         // Called now, as the worker starts the message (a rate limit inside takes its place
         // in line in claim order), but run only once the site has room; dropped otherwise.
         let send = self.inner.call(task);
@@ -50,7 +51,7 @@ where
         Box::pin(async move {
             let shaper = &layer.shaper;
             let site = shaper.site_of(&domain).await;
-            let ticket = shaper.enter(&site, &holder, layer.lease).await?;
+            let ticket = shaper.enter(&site, &id, &holder, layer.lease).await?;
             let result = match &ticket {
                 Some(ticket) => shaper.hold(ticket, layer.lease, send).await,
                 None => send.await,
@@ -63,7 +64,7 @@ where
                 );
                 shaper.leave(ticket, put_back).await;
             }
-            shaper.after(&site, result).await
+            shaper.after(&site, &id, result).await
         })
     }
 }

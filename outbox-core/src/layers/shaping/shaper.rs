@@ -1,6 +1,6 @@
 //! The process's side of traffic shaping, shared by every worker: which site a domain
 //! belongs to (with its MX lookups cached), the sites' rows and the rules as last read, and
-//! where the next deferred message of each site goes.
+//! the line of each site's messages waiting for room ([`Pacer`]).
 
 use std::{
     collections::HashMap,
@@ -8,15 +8,14 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
+use super::pacer::{Pace, Pacer};
 use crate::{
     clock::{Clock, Due},
     counters::names,
     error::BoxError,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred},
-    shaping::{
-        bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState, MAX_SHAPING_DURATION,
-    },
+    shaping::{bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
     store::ShapingStore,
 };
 
@@ -30,8 +29,6 @@ const MX_TTL: Duration = Duration::from_secs(3600);
 const MX_FAILED_TTL: Duration = Duration::from_secs(300);
 /// How long a message waits when its site could not be asked.
 const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
-/// Deferred messages of one site are spread at most this far ahead.
-const MAX_SPREAD: Duration = Duration::from_secs(600);
 /// The spacing of deferred messages of a site without a rate (a cap, a suspension).
 const MIN_SPACING: Duration = Duration::from_millis(20);
 
@@ -60,15 +57,19 @@ impl<T> Cached<T> {
     }
 }
 
+/// The rules as the store returns them.
+type StoredRules = Vec<Result<crate::shaping::ShapingRule, String>>;
+
 /// The process's shaping state.
 pub(crate) struct Shaper {
     config: Shaping,
     store: Arc<dyn ShapingStore>,
     clock: Arc<dyn Clock>,
     sites: tokio::sync::Mutex<Cached<HashMap<String, SiteState>>>,
-    rules: tokio::sync::Mutex<Cached<Arc<RuleBook>>>,
+    /// The rules as stored when last read, and their book (compiled once per change).
+    rules: tokio::sync::Mutex<Cached<(StoredRules, Arc<RuleBook>)>>,
     mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
-    next_free: Mutex<HashMap<String, SystemTime>>,
+    pacer: Mutex<Pacer>,
 }
 
 impl Shaper {
@@ -88,12 +89,12 @@ impl Shaper {
                 ever: false,
             }),
             rules: tokio::sync::Mutex::new(Cached {
-                value: Arc::default(),
+                value: (Vec::new(), Arc::default()),
                 read: None,
                 ever: false,
             }),
             mx: Mutex::default(),
-            next_free: Mutex::default(),
+            pacer: Mutex::default(),
         }
     }
 
@@ -158,21 +159,55 @@ impl Shaper {
         Ok(sites.value.get(site).cloned())
     }
 
-    /// Asks `site` for one more message: `Ok(None)` when the site has nothing in force (no
-    /// database work), a ticket when granted, else the deferral to return.
+    /// Asks `site` for one more message (`id`, held by `holder`): `Ok(None)` when the site
+    /// has nothing in force (no database work), a ticket when granted, else the deferral to
+    /// return. A message whose token is due within a gap of the site (at most a second) and
+    /// that is next in the process's line for the site waits for it here ([`Pacer`]).
     pub(crate) async fn enter(
         &self,
         site: &str,
+        id: &str,
         holder: &str,
         lease: Duration,
     ) -> Result<Option<Ticket>, BoxError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.ask(site, id, holder, lease, waited).await {
+                Asked::Here(until) => {
+                    // Counted as waiting until it asks again (or is dropped meanwhile).
+                    let _waiting = Waiting { shaper: self, site };
+                    let from = tokio::time::Instant::now();
+                    tokio::time::sleep_until(until).await;
+                    waited += from.elapsed();
+                }
+                Asked::Done(done) => {
+                    if done.is_ok() {
+                        self.pacer().forget(id);
+                    }
+                    return done;
+                }
+            }
+        }
+    }
+
+    /// One ask of [`enter`](Self::enter), `waited` into the message's wait here.
+    async fn ask(
+        &self,
+        site: &str,
+        id: &str,
+        holder: &str,
+        lease: Duration,
+        waited: Duration,
+    ) -> Asked {
         let now = self.clock.now();
+        // The wait is from `now`, not from the answer: the ask's own time is not lost.
+        let asked_at = tokio::time::Instant::now();
         let row = match self.site_row(site).await {
             Ok(Some(row)) => row,
-            Ok(None) => return Ok(None),
+            Ok(None) => return Asked::Done(Ok(None)),
             Err(e) => {
                 let why = format!("cannot read the limits of site `{site}`: {e}");
-                return Err(deferred(now + STORE_ERROR_DEFER, why));
+                return Asked::Done(Err(deferred(now + STORE_ERROR_DEFER, why)));
             }
         };
         let in_force = row.limit.per_second.is_some()
@@ -180,9 +215,9 @@ impl Shaper {
             || row.slowed_at(now)
             || row.suspended_at(now);
         if !in_force {
-            return Ok(None);
+            return Asked::Done(Ok(None));
         }
-        match self.store.take_site(site, holder, now, lease).await {
+        Asked::Done(match self.store.take_site(site, holder, now, lease).await {
             Ok(None) => Ok(None),
             Ok(Some(SiteDecision::Granted { token, slot, .. })) => Ok(Some(Ticket {
                 site: site.to_owned(),
@@ -191,15 +226,24 @@ impl Shaper {
                 slot,
             })),
             Ok(Some(SiteDecision::Wait { wait, why })) => {
-                count_deferred(site, "limit");
-                let due = self.spread(site, now, wait, spacing(&row, now));
-                Err(deferred(due, why))
+                let gap = spacing(&row, now);
+                match self.pacer().no_room(site, id, now, wait, gap, waited) {
+                    Pace::Here(wait) => return Asked::Here(asked_at + wait),
+                    Pace::Defer(due) => {
+                        count_deferred(site, "limit");
+                        Err(deferred(due, why))
+                    }
+                }
             }
             Err(e) => Err(deferred(
                 now + STORE_ERROR_DEFER,
                 format!("cannot ask site `{site}` for room: {e}"),
             )),
-        }
+        })
+    }
+
+    fn pacer(&self) -> std::sync::MutexGuard<'_, Pacer> {
+        self.pacer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `send` (the message of `ticket`), renewing the ticket's slot every third of
@@ -253,6 +297,7 @@ impl Shaper {
     pub(crate) async fn after(
         &self,
         site: &str,
+        id: &str,
         result: Result<Completion, BoxError>,
     ) -> Result<Completion, BoxError> {
         let error = match result {
@@ -333,7 +378,7 @@ impl Shaper {
             RuleAction::Slow { per_second, .. } => {
                 count_deferred(site, "reply");
                 let gap = bounded_secs(1.0 / per_second).max(MIN_SPACING);
-                let due = self.spread(site, now, gap, gap);
+                let due = self.spread(site, id, now, gap, gap);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
             RuleAction::Suspend { duration } => {
@@ -343,58 +388,76 @@ impl Shaper {
                 } else {
                     Duration::from_secs(1)
                 };
-                let due = self.spread(site, now, wait, MIN_SPACING);
+                let due = self.spread(site, id, now, wait, MIN_SPACING);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
         }
     }
 
-    /// The rules as last read (read again when older than [`RULES_TTL`]; a failed read
-    /// keeps the last ones, and the configured ones until the first read).
+    /// The rules as last read (read again when older than [`RULES_TTL`], compiled again
+    /// only when they changed; a failed read keeps the last ones, and the configured ones
+    /// until the first read).
     async fn rules(&self) -> Arc<RuleBook> {
         let mut rules = self.rules.lock().await;
         if !rules.fresh(RULES_TTL) {
             match self.store.shaping_rules().await {
+                Ok(stored) if rules.ever && stored == rules.value.0 => {}
                 Ok(stored) => {
-                    let (ok, bad): (Vec<_>, Vec<_>) = stored.into_iter().partition(Result::is_ok);
-                    let mut all: Vec<_> = ok.into_iter().filter_map(Result::ok).collect();
+                    let mut all: Vec<_> = stored.iter().filter_map(|r| r.clone().ok()).collect();
                     all.sort_by(|a, b| a.name.cmp(&b.name));
                     let (book, invalid) = RuleBook::new(all);
-                    for e in bad.into_iter().filter_map(Result::err).chain(invalid) {
+                    let bad = stored.iter().filter_map(|r| r.clone().err());
+                    for e in bad.chain(invalid) {
                         tracing::warn!("shaping rule skipped: {e}");
                     }
-                    rules.value = Arc::new(book);
+                    rules.value = (stored, Arc::new(book));
+                    rules.ever = true;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the shaping rules; using the last ones read");
                     if rules.read.is_none() {
-                        rules.value = Arc::new(RuleBook::new(self.config.rules.clone()).0);
+                        let book = RuleBook::new(self.config.rules.clone()).0;
+                        rules.value.1 = Arc::new(book);
                     }
                 }
             }
             rules.read = Some(Instant::now());
         }
-        Arc::clone(&rules.value)
+        Arc::clone(&rules.value.1)
     }
 
-    /// When the next message of `site` deferred at `now` for `wait` comes back: at least
-    /// `wait` from now, and `spacing` after the one deferred before it (at most
-    /// [`MAX_SPREAD`] ahead), so a backlog returns at the site's pace.
-    fn spread(&self, site: &str, now: SystemTime, wait: Duration, spacing: Duration) -> SystemTime {
-        let mut next = self.next_free.lock().unwrap_or_else(|e| e.into_inner());
-        let due = spread_due(next.get(site).copied(), now, wait);
-        next.insert(site.to_owned(), due + spacing);
-        due
+    /// When message `id` of `site`, deferred at `now` for at least `wait`, comes back: in
+    /// the process's line for the site, `gap` after the one deferred before it.
+    fn spread(
+        &self,
+        site: &str,
+        id: &str,
+        now: SystemTime,
+        wait: Duration,
+        gap: Duration,
+    ) -> SystemTime {
+        self.pacer().defer(site, id, now, wait, gap)
     }
 }
 
-/// The due time of the next deferred message of a site: `wait` from `now`, or the site's
-/// next free time if later, but never more than [`MAX_SPREAD`] ahead.
-fn spread_due(next_free: Option<SystemTime>, now: SystemTime, wait: Duration) -> SystemTime {
-    let horizon = MAX_SPREAD.max(wait).min(MAX_SHAPING_DURATION);
-    let earliest = now + wait.min(horizon);
-    let due = next_free.filter(|t| *t > earliest).unwrap_or(earliest);
-    due.min(now + horizon)
+/// A message waiting here for its site ([`Pace::Here`]), until dropped.
+struct Waiting<'a> {
+    shaper: &'a Shaper,
+    site: &'a str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.shaper.pacer().done(self.site);
+    }
+}
+
+/// How one ask of a site ended.
+enum Asked {
+    /// Wait here until then, then ask again.
+    Here(tokio::time::Instant),
+    /// Granted, nothing in force, or the deferral to return.
+    Done(Result<Option<Ticket>, BoxError>),
 }
 
 /// The gap between deferred messages of a site: its rate's, else [`MIN_SPACING`].
@@ -433,33 +496,131 @@ fn excerpt(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn at(secs: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::{
+        clock::SystemClock,
+        error::Error,
+        shaping::{ShapingRule, SiteLimit},
+    };
+
+    /// A store that only holds rules (what the other verbs would do is not asked here).
+    #[derive(Default)]
+    struct Rules {
+        stored: Mutex<Vec<ShapingRule>>,
+        reads: AtomicUsize,
     }
 
-    #[test]
-    fn deferred_messages_of_a_site_come_back_one_gap_apart_within_the_horizon() {
-        let now = at(1000);
-        let first = spread_due(None, now, Duration::from_secs(2));
-        assert_eq!(first, at(1002));
-        // The next one goes after the last, not at the same time.
-        assert_eq!(
-            spread_due(Some(at(1003)), now, Duration::from_secs(2)),
-            at(1003)
-        );
-        // A free time already past is not used.
-        assert_eq!(
-            spread_due(Some(at(999)), now, Duration::from_secs(1)),
-            at(1001)
-        );
-        // Never further than the horizon, unless the wait itself is longer (a suspension).
-        assert_eq!(
-            spread_due(Some(at(9000)), now, Duration::ZERO),
-            now + MAX_SPREAD
-        );
-        let long = Duration::from_secs(3600);
-        assert_eq!(spread_due(Some(at(9000)), now, long), now + long);
+    impl ShapingStore for Rules {
+        fn configure_sites<'a>(
+            &'a self,
+            _: &'a [(String, SiteLimit)],
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn sites(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+            unimplemented!()
+        }
+        fn sites_in_force(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+            unimplemented!()
+        }
+        fn take_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>> {
+            unimplemented!()
+        }
+        fn release_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: bool,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn renew_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn record_hit<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: SystemTime,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<u32, Error>> {
+            unimplemented!()
+        }
+        fn act_on_site<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a RuleAction,
+            _: &'a str,
+            _: SystemTime,
+        ) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+        fn resume_site<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+        fn shaping_rules(&self) -> BoxFuture<'_, Result<Vec<Result<ShapingRule, String>>, Error>> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            let rules = self
+                .stored
+                .lock()
+                .unwrap()
+                .iter()
+                .cloned()
+                .map(Ok)
+                .collect();
+            Box::pin(async move { Ok(rules) })
+        }
+        fn put_rules<'a>(&'a self, _: &'a [ShapingRule]) -> BoxFuture<'a, Result<(), Error>> {
+            unimplemented!()
+        }
+        fn remove_rule<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+            unimplemented!()
+        }
+    }
+
+    fn rule(name: &str, pattern: &str) -> ShapingRule {
+        ShapingRule::new(name, pattern, RuleAction::Bounce).unwrap()
+    }
+
+    /// The rules are read again every few seconds, but compiled only when they changed:
+    /// an unchanged read keeps the book it has.
+    #[tokio::test]
+    async fn rules_are_compiled_once_per_change() {
+        let store = Arc::new(Rules::default());
+        *store.stored.lock().unwrap() = vec![rule("a", r"\b4\.7\.28\b"), rule("b", "x")];
+        let shaper = Shaper::new(Shaping::new(), store.clone(), Arc::new(SystemClock));
+        let first = shaper.rules().await;
+        assert!(first.find("any", "421 4.7.28").is_some());
+        for _ in 0..3 {
+            shaper.rules.lock().await.read = None; // as if 5 s passed
+            let again = shaper.rules().await;
+            assert!(
+                Arc::ptr_eq(&first, &again),
+                "unchanged rules were compiled again"
+            );
+        }
+        assert_eq!(store.reads.load(Ordering::SeqCst), 4);
+        store.stored.lock().unwrap()[1] = rule("b", "y");
+        shaper.rules.lock().await.read = None;
+        let changed = shaper.rules().await;
+        assert!(!Arc::ptr_eq(&first, &changed));
+        assert_eq!(changed.find("any", "y").unwrap().name, "b");
     }
 }
