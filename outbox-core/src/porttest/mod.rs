@@ -150,6 +150,7 @@ macro_rules! port_suite {
             groups::delivered_counts_only_what_applied,
             groups::the_dead_letters_keep_the_group,
             groups::the_completion_hook_fires_once,
+            groups::an_idle_or_finished_group_has_no_rate,
             breakers::a_breaker_opens_once_and_closes_once,
             breakers::one_probe_at_a_time_on_its_backoff,
             breakers::breakers_run_at_the_database_clock,

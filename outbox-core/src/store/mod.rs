@@ -45,7 +45,7 @@ pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};
 pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
-pub use groups::{GroupHook, GroupProgress, RateWindow, RATE_WINDOW};
+pub use groups::{GroupHook, GroupProgress, RateWindow, MAX_IDLE_AFTER, RATE_WINDOW};
 pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,

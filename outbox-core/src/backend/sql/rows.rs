@@ -329,16 +329,17 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
     let n = |i| row.int(i).map(|v| v.max(0) as u64);
     let at = |i| row.opt_int(i).map(|v| v.map(from_unix_millis));
     let now = from_unix_millis(row.int(18)?);
-    let rate = match at(13)? {
-        Some(opened_at) => RateWindow {
+    let rate = match (at(13)?, at(12)?) {
+        (Some(opened_at), Some(last_delivered_at)) => RateWindow {
             opened_at,
             delivered: n(14)?,
             previous: row.opt_real(15)?,
+            last_delivered_at,
         }
         .per_second(now),
-        None => 0.0,
+        _ => 0.0,
     };
-    Ok(GroupProgress {
+    let mut progress = GroupProgress {
         name: row.text(0)?,
         pending: n(1)?,
         scheduled: n(2)?,
@@ -356,7 +357,12 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
         rate,
         hook: row.opt_text(16)?,
         completed_at: at(17)?,
-    })
+    };
+    // A finished group sends nothing more: no rate (and so no ETA).
+    if progress.remaining() == 0 {
+        progress.rate = 0.0;
+    }
+    Ok(progress)
 }
 
 /// Folds the rows of `status_counts.sql` (type, pending, scheduled, running, retrying,
