@@ -65,7 +65,9 @@ pub use message::{
     validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage, Recipient,
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
-pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
+pub use outbox::{
+    shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions, DEFAULT_SUMMARY_EVERY,
+};
 pub use shaping::{
     describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,
     RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, PROVIDER_SITES,

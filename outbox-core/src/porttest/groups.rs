@@ -362,7 +362,10 @@ pub async fn an_idle_or_finished_group_has_no_rate<H: PortHarness>(h: &H) {
     assert!(p.eta().is_some(), "delivering: {p:?}");
 
     let idle = progress(h, "g1", 1_000 + 13 * 60_000).await;
-    assert_eq!(idle.rate, 0.0, "13 minutes after the last delivery: {idle:?}");
+    assert_eq!(
+        idle.rate, 0.0,
+        "13 minutes after the last delivery: {idle:?}"
+    );
     assert_eq!(idle.eta(), None, "{idle:?}");
     let listed = b.groups(Now::At(at(1_000 + 13 * 60_000))).await.unwrap();
     assert_eq!(listed[0].rate, 0.0, "{listed:?}");
@@ -375,7 +378,11 @@ pub async fn an_idle_or_finished_group_has_no_rate<H: PortHarness>(h: &H) {
         .await
         .expect("settle");
     let done_now = progress(h, "g1", 1_300).await;
-    assert_eq!((done_now.delivered, done_now.remaining()), (10, 0), "{done_now:?}");
+    assert_eq!(
+        (done_now.delivered, done_now.remaining()),
+        (10, 0),
+        "{done_now:?}"
+    );
     assert_eq!(done_now.rate, 0.0, "finished: {done_now:?}");
     assert_eq!(done_now.eta(), None);
 }
