@@ -1987,3 +1987,56 @@ async fn shaped_sites_and_rules_are_shown_resumed_and_removed() {
     assert!(admin.shaping().rules().await.unwrap().is_empty());
     b.client.clone().close().await.unwrap();
 }
+
+/// The overview says so when messages have been due for minutes and no worker has been
+/// seen, with what to run; once a worker heartbeats, it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_says_when_no_worker_runs() {
+    let db = TestDb::new().await;
+    enqueue_notes(&db, 0..3).await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let overview = || async {
+        let r = reqwest::get(&url).await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    };
+    assert!(!overview().await.contains("unattended"), "due just now");
+
+    // An enqueue clamps a past due time to now: move them back ten minutes.
+    sqlx::query("UPDATE outbox_messages SET due_at = due_at - 600000")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let page = overview().await;
+    let warning = page
+        .split(r#"id="unattended""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .unwrap_or_else(|| panic!("a warning on the overview: {page}"));
+    assert!(
+        warning.contains("3 message(s) due, the oldest for 10m")
+            && warning.contains("no worker running")
+            && warning.contains("outbox work")
+            && warning.contains("outbox drain"),
+        "{warning}"
+    );
+
+    // A worker heartbeats (of another type: the notes stay due).
+    let admin = Admin::new(db.backend());
+    Outbox::new(db.backend())
+        .register::<Counted, _>(|_: Counted, _: MessageContext| async {
+            Ok::<(), HandlerError>(())
+        })
+        .run_until(async {
+            let registered = common::eventually(Duration::from_secs(5), || async {
+                admin.workers_seen().await.unwrap().last_seen.is_some()
+            })
+            .await;
+            assert!(registered, "the worker registered");
+            let page = overview().await;
+            assert!(!page.contains("unattended"), "a worker runs: {page}");
+            assert_eq!(counts(&db, "web.note").await.pending, 3, "still due");
+        })
+        .await
+        .unwrap();
+}

@@ -38,7 +38,7 @@ pub use admin::{
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
     MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
     SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
-    MAX_SUPPRESSION_PAGE,
+    Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

@@ -159,6 +159,7 @@ macro_rules! port_suite {
             housekeeping::unregistered_types_are_counted_and_buried,
             housekeeping::database_clock_runs_the_verbs,
             housekeeping::history_adds_per_minute_and_prunes,
+            housekeeping::workers_seen_reads_the_newest_heartbeat,
             suppressions::entries_are_added_listed_and_removed,
             suppressions::an_enqueue_keeps_stopped_messages_as_suppressed,
             suppressions::an_expired_entry_stops_nothing_at_enqueue,

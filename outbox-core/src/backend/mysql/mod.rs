@@ -133,6 +133,7 @@ static QUERIES: Queries = Queries {
     stats_add: include_str!("queries/stats_add.sql"),
     stats_prune: include_str!("queries/stats_prune.sql"),
     stats_list: include_str!("queries/stats_list.sql"),
+    workers_seen: include_str!("queries/workers_seen.sql"),
     breaker_insert: include_str!("queries/breaker_insert.sql"),
     breaker_open: include_str!("queries/breaker_open.sql"),
     breaker_take_probe: include_str!("queries/breaker_take_probe.sql"),

@@ -38,7 +38,7 @@ use crate::{
         GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage, LiveMessageDetail,
         LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore, RateBucketStore,
         RateLimit, Requeued, Settled, Settlement, StatsStore, Steering, TokenGrant, TypeCounts,
-        TypeOutcomes, UnregisteredType, WorkerBeat,
+        TypeOutcomes, UnregisteredType, WorkerBeat, WorkersSeen,
     },
 };
 
@@ -273,6 +273,8 @@ pub struct Queries {
     pub stats_prune: &'static str,
     /// History rows from a minute on.
     pub stats_list: &'static str,
+    /// The newest worker heartbeat, and now.
+    pub workers_seen: &'static str,
     /// Creates a breaker's row, closed, unless it exists.
     pub breaker_insert: &'static str,
     /// Opens a closed breaker.
@@ -1324,6 +1326,20 @@ impl<D: Dialect> StatsStore for D {
                 })
             });
             Ok(minutes.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn workers_seen(&self, now: Now) -> BoxFuture<'_, Result<WorkersSeen, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now))];
+            let rows = self.fetch(None, self.queries().workers_seen, &args).await?;
+            let row = rows
+                .first()
+                .ok_or_else(|| Error::Database(sqlx::Error::RowNotFound))?;
+            Ok(WorkersSeen {
+                last_seen: row.opt_int(0)?.map(crate::clock::from_unix_millis),
+                now: crate::clock::from_unix_millis(row.int(1)?),
+            })
         })
     }
 }
