@@ -144,6 +144,7 @@ macro_rules! port_suite {
             live::keyset_paging_survives_concurrent_deletes,
             live::retry_now_moves_due_keeps_attempts_skips_running,
             live::cancel_removes_queued_matching_in_batches,
+            live::live_messages_are_found_by_recipient,
             groups::group_progress_counts_every_state,
             groups::a_paused_group_is_not_claimed,
             groups::cancel_removes_a_groups_queued_messages,

@@ -1010,7 +1010,7 @@ impl<D: Dialect> LiveMessageStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Vec<LiveMessage>, Error>> {
         Box::pin(async move {
-            let [now, id, type_tag, state, prefix, error, group] =
+            let [now, id, type_tag, state, prefix, error, group, recipient] =
                 live_filter_args(filter, self.now_ms(now));
             let args = [
                 now,
@@ -1020,6 +1020,7 @@ impl<D: Dialect> LiveMessageStore for D {
                 prefix,
                 error,
                 group,
+                recipient,
                 Arg::OptText(after),
                 Arg::Int(0),
                 Arg::Int(i64::from(limit)),
@@ -1051,6 +1052,7 @@ impl<D: Dialect> LiveMessageStore for D {
             let args = [
                 Arg::OptInt(self.now_ms(now)),
                 Arg::OptText(Some(id)),
+                Arg::OptText(None),
                 Arg::OptText(None),
                 Arg::OptText(None),
                 Arg::OptText(None),

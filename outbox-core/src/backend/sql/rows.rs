@@ -231,8 +231,9 @@ pub(crate) fn count<R: SqlRow>(rows: &[R]) -> Result<u64, sqlx::Error> {
 }
 
 /// The live-message filter parameters, in every live statement's order: now (unix ms, or
-/// NULL for the database's clock), id, type, state, key prefix, error text, group.
-pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7] {
+/// NULL for the database's clock), id, type, state, key prefix, error text, group,
+/// recipient.
+pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 8] {
     [
         Arg::OptInt(now),
         Arg::OptText(f.id.as_deref()),
@@ -241,15 +242,18 @@ pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7]
         Arg::OptText(f.key_prefix.as_deref()),
         Arg::OptText(f.error_contains.as_deref()),
         Arg::OptText(f.group.as_deref()),
+        Arg::OptText(f.recipient.as_deref()),
     ]
 }
 
 /// The live-message filter parameters and the batch size: the parameters of the statements
 /// that change a batch of live messages (retry now, cancel).
-pub(crate) fn live_batch_args(f: &LiveFilter, now: Option<i64>, batch: u32) -> [Arg<'_>; 8] {
-    let [now, id, type_tag, state, prefix, error, group] = live_filter_args(f, now);
+pub(crate) fn live_batch_args(f: &LiveFilter, now: Option<i64>, batch: u32) -> [Arg<'_>; 9] {
+    let [now, id, type_tag, state, prefix, error, group, recipient] = live_filter_args(f, now);
     let batch = Arg::Int(i64::from(batch.max(1)));
-    [now, id, type_tag, state, prefix, error, group, batch]
+    [
+        now, id, type_tag, state, prefix, error, group, recipient, batch,
+    ]
 }
 
 /// The column of `live_list.sql` holding the payload (NULL unless asked for).
