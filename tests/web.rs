@@ -2040,3 +2040,41 @@ async fn the_overview_says_when_no_worker_runs() {
         .await
         .unwrap();
 }
+
+/// A note that names its recipient, so the live messages can be searched by address.
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.letter", recipient = "letter_recipient")]
+struct Letter {
+    to: String,
+}
+
+fn letter_recipient(letter: &Letter) -> Option<outbox::Recipient> {
+    Some(outbox::Recipient::transactional(&letter.to))
+}
+
+/// The messages page filters by recipient, whatever the case of the address typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_page_filters_by_recipient() {
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for to in ["Ann@Example.com", "bob@example.com", "ann@example.com"] {
+        let e = Letter { to: to.into() }.enqueue(&mut *tx).await.unwrap();
+        ids.push(e.id().to_string());
+    }
+    tx.commit().await.unwrap();
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let page = reqwest::get(format!("{url}/messages?recipient=ANN%40example.COM"))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains(&ids[0]) && page.contains(&ids[2]) && !page.contains(&ids[1]),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"name="recipient""#) && page.contains(r#"value="ANN@example.COM""#),
+        "the filter field keeps what was typed: {page}"
+    );
+}

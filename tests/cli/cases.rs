@@ -1590,3 +1590,77 @@ where
         .await
         .unwrap();
 }
+
+/// A letter names its recipient, so the queue can be searched by address.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.letter", recipient = "letter_recipient")]
+pub struct Letter {
+    pub to: String,
+}
+
+fn letter_recipient(letter: &Letter) -> Option<outbox::Recipient> {
+    Some(outbox::Recipient::transactional(&letter.to))
+}
+
+/// `messages list --recipient` finds a person's messages whatever the case of the address,
+/// and `messages cancel --recipient` cancels only theirs.
+pub async fn messages_are_found_by_recipient<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let mut tx = h.pool().begin().await.unwrap();
+    let mut ids = Vec::new();
+    for to in ["Ann@Example.com", "bob@example.com", "ann@example.com"] {
+        let e = Letter { to: to.into() }.enqueue(&mut *tx).await.unwrap();
+        ids.push(e.id().to_string());
+    }
+    let _ = Later { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let listed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["messages", "list", "--json"];
+        all.extend_from_slice(args);
+        outbox(&url, &all).succeeded().json()["messages"]
+            .as_array()
+            .expect("a messages list")
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        listed(&["--recipient", "ANN@example.COM"]),
+        vec![ids[0].clone(), ids[2].clone()]
+    );
+    assert_eq!(
+        listed(&["--recipient", "bob@example.com"]),
+        vec![ids[1].clone()]
+    );
+    assert!(listed(&["--recipient", "nobody@example.com"]).is_empty());
+    let human = outbox(
+        &url,
+        &["messages", "list", "--recipient", "ann@example.com"],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    assert!(
+        human.contains(&ids[0]) && human.contains(&ids[2]) && !human.contains(&ids[1]),
+        "{human}"
+    );
+
+    let out = outbox(
+        &url,
+        &[
+            "messages",
+            "cancel",
+            "--recipient",
+            "Bob@example.com",
+            "--yes",
+        ],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    assert!(out.contains("cancelled 1 message(s)"), "{out}");
+    assert!(listed(&["--recipient", "bob@example.com"]).is_empty());
+    assert_eq!(listed(&[]).len(), 3, "the others stay");
+}
