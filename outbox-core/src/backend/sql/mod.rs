@@ -239,6 +239,10 @@ pub struct Queries {
     pub live_list: &'static str,
     /// How many live messages match.
     pub live_count: &'static str,
+    /// A keyset page of live messages to one recipient (through its index).
+    pub live_list_by_recipient: &'static str,
+    /// How many live messages to one recipient match (through its index).
+    pub live_count_by_recipient: &'static str,
     /// Makes a batch of matching queued messages due now.
     pub live_retry_now: &'static str,
     /// A batch of matching queued messages to cancel, with their groups, locked.
@@ -1025,7 +1029,12 @@ impl<D: Dialect> LiveMessageStore for D {
                 Arg::Int(0),
                 Arg::Int(i64::from(limit)),
             ];
-            let rows = self.fetch(None, self.queries().live_list, &args).await?;
+            let q = self.queries();
+            let statement = match filter.recipient {
+                Some(_) => q.live_list_by_recipient,
+                None => q.live_list,
+            };
+            let rows = self.fetch(None, statement, &args).await?;
             let messages = rows.iter().map(rows::live_message);
             Ok(messages.collect::<Result<_, sqlx::Error>>()?)
         })
@@ -1038,7 +1047,12 @@ impl<D: Dialect> LiveMessageStore for D {
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
             let args = live_filter_args(filter, self.now_ms(now));
-            let rows = self.fetch(None, self.queries().live_count, &args).await?;
+            let q = self.queries();
+            let statement = match filter.recipient {
+                Some(_) => q.live_count_by_recipient,
+                None => q.live_count,
+            };
+            let rows = self.fetch(None, statement, &args).await?;
             Ok(rows::count(&rows)?)
         })
     }
