@@ -446,6 +446,10 @@ pub struct DeadListArgs {
     /// Only dead letters of this type.
     #[arg(long = "type", value_name = "TYPE")]
     pub type_tag: Option<String>,
+    /// Only dead letters to this address (the recipient their type declares; case does
+    /// not matter).
+    #[arg(long, value_name = "ADDRESS")]
+    pub recipient: Option<String>,
     /// At most this many (newest first).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,

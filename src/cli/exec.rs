@@ -185,13 +185,16 @@ impl<B: Backend> Ctx<B> {
     }
 
     async fn dead_list(&self, args: &DeadListArgs) -> Result<()> {
-        let filter = match &args.type_tag {
+        let mut filter = match &args.type_tag {
             Some(t) => {
                 self.known_type(t).await?;
                 DeadLetterFilter::type_tag(t)
             }
             None => DeadLetterFilter::all(),
         };
+        if let Some(r) = &args.recipient {
+            filter = filter.to(r);
+        }
         let dead = self.admin.dead_letters();
         let total = dead.count(&filter).await?;
         let list = dead.list(&filter, 0, args.limit).await?;

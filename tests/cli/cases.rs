@@ -1603,7 +1603,8 @@ fn letter_recipient(letter: &Letter) -> Option<outbox::Recipient> {
 }
 
 /// `messages list --recipient` finds a person's messages whatever the case of the address,
-/// and `messages cancel --recipient` cancels only theirs.
+/// `messages cancel --recipient` cancels only theirs, and `dead list --recipient` finds
+/// their dead letters.
 pub async fn messages_are_found_by_recipient<H: Harness>() {
     let h = H::new().await;
     let url = h.url();
@@ -1663,4 +1664,36 @@ pub async fn messages_are_found_by_recipient<H: Harness>() {
     assert!(out.contains("cancelled 1 message(s)"), "{out}");
     assert!(listed(&["--recipient", "bob@example.com"]).is_empty());
     assert_eq!(listed(&[]).len(), 3, "the others stay");
+
+    // Given up, Ann's letters are found among the dead letters by her address.
+    let report = Outbox::new(h.backend())
+        .register::<Letter, _>(|_: Letter, _: MessageContext| async {
+            Err::<(), _>(HandlerError::permanent("550 5.1.1 mailbox unknown"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.given_up, 2, "{report:?}");
+    let dead = outbox(
+        &url,
+        &["dead", "list", "--recipient", "ANN@Example.com", "--json"],
+    )
+    .succeeded()
+    .json();
+    let mut found: Vec<String> = dead["dead_letters"]
+        .as_array()
+        .expect("a dead letters list")
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, vec![ids[0].clone(), ids[2].clone()], "{dead:#}");
+    assert_eq!(dead["total"], 2, "{dead:#}");
+    let none = outbox(
+        &url,
+        &["dead", "list", "--recipient", "bob@example.com", "--json"],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(none["total"], 0, "{none:#}");
 }

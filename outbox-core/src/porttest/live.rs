@@ -489,8 +489,8 @@ pub async fn cancel_removes_queued_matching_in_batches<H: PortHarness>(h: &H) {
 /// A message whose type names a recipient is found by it: the enqueue writes the probe's
 /// address (lowercased) as the row's recipient, one message alone or in a batch; the filter
 /// (lowercased by [`LiveFilter::to`]) lists, counts, retries and cancels only that
-/// recipient's messages, never one without a recipient; a dead letter keeps it and a
-/// requeue brings it back with it.
+/// recipient's messages, never one without a recipient; a dead letter keeps it, is found
+/// by it, and a requeue by it brings it back with it.
 pub async fn live_messages_are_found_by_recipient<H: PortHarness>(h: &H) {
     use crate::store::{DeadLetterFilter, DeadLetterStore, SuppressionProbe};
     let to = |n: u32, address: &str| NewMessage {
@@ -555,13 +555,20 @@ pub async fn live_messages_are_found_by_recipient<H: PortHarness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(list(h, &ann, 300).await, vec![ann2.clone()]);
-    let dead = DeadLetterFilter::id(ann1.as_str());
+    let dead = DeadLetterFilter::all().to("ANN@example.com");
+    assert_eq!(dead.recipient.as_deref(), Some("ann@example.com"));
+    let found = b.list_dead(&dead, 10, 0).await.unwrap();
     assert_eq!(
-        b.requeue_dead(&dead, Now::At(at(400)))
-            .await
-            .unwrap()
-            .requeued,
-        1
+        found.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![ann1.clone()]
     );
+    assert_eq!(b.count_dead(&dead).await.unwrap(), 1);
+    let nobody = DeadLetterFilter::all().to("bob@example.com");
+    assert_eq!(b.count_dead(&nobody).await.unwrap(), 0);
+    assert_eq!(b.purge_dead(&nobody).await.unwrap(), 0);
+    let requeued = b.requeue_dead(&nobody, Now::At(at(400))).await.unwrap();
+    assert_eq!(requeued.requeued, 0);
+    let requeued = b.requeue_dead(&dead, Now::At(at(400))).await.unwrap();
+    assert_eq!(requeued.requeued, 1);
     assert_eq!(list(h, &ann, 500).await, vec![ann1, ann2]);
 }

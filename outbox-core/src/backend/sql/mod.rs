@@ -944,12 +944,13 @@ impl<D: Dialect> DeadLetterStore for D {
         offset: u64,
     ) -> BoxFuture<'a, Result<Vec<DeadLetter>, Error>> {
         Box::pin(async move {
-            let [id, type_tag, before] = filter_args(filter);
+            let [id, type_tag, before, recipient] = filter_args(filter);
             let offset = i64::try_from(offset).unwrap_or(i64::MAX);
             let args = [
                 id,
                 type_tag,
                 before,
+                recipient,
                 Arg::Int(i64::from(limit)),
                 Arg::Int(offset),
             ];
@@ -977,8 +978,14 @@ impl<D: Dialect> DeadLetterStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Requeued, Error>> {
         Box::pin(async move {
-            let [id, type_tag, before] = filter_args(filter);
-            let args = [Arg::OptInt(self.now_ms(now)), id, type_tag, before];
+            let [id, type_tag, before, recipient] = filter_args(filter);
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                id,
+                type_tag,
+                before,
+                recipient,
+            ];
             let statements: Vec<Statement<'_>> = self
                 .queries()
                 .requeue

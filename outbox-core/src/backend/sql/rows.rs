@@ -216,11 +216,12 @@ pub(crate) fn beat_json(beats: &[WorkerBeat<'_>]) -> Result<(String, Option<Stri
 
 /// The three optional dead-letter filter parameters, in every filter statement's order:
 /// id, type, failed before (unix ms).
-pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 3] {
+pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 4] {
     [
         Arg::OptText(f.id.as_deref()),
         Arg::OptText(f.type_tag.as_deref()),
         Arg::OptInt(f.failed_before.map(unix_millis)),
+        Arg::OptText(f.recipient.as_deref()),
     ]
 }
 
