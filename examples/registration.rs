@@ -86,11 +86,11 @@ async fn still_registered(mail: Email, pool: Arc<SqlitePool>) -> Result<bool, sq
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // One JSON line per send (`email sent`, with the outbox id and the Message-ID), and per
-    // failed attempt; `log://` prints each mail here. RUST_LOG=info shows the outbox's own
-    // lines too.
+    // One JSON line per send (`email sent`, with the outbox id and the Message-ID, a DEBUG
+    // line), and per failed attempt; `log://` prints each mail here. RUST_LOG=info shows
+    // the outbox's own lines too (a summary per type every minute while work flows).
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "warn,outbox_smtp=info".into());
+        .unwrap_or_else(|_| "warn,outbox_smtp=debug".into());
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(filter)

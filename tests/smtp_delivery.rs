@@ -1,12 +1,15 @@
 //! Email through the outbox into a real SMTP server on loopback (tests/common/smtp_sink.rs):
 //! what arrives, how failures are classified, TLS, AUTH, partial recipients, the pool.
 
+#[path = "common/captured.rs"]
+mod captured;
 mod common;
 #[path = "common/smtp_sink.rs"]
 mod smtp_sink;
 
 use std::{collections::HashMap, time::Duration};
 
+use captured::Captured;
 use common::{eventually, TestDb};
 use mail_parser::{MessageParser, MimeHeaders};
 use outbox::{
@@ -377,5 +380,75 @@ async fn every_recipient_refused_is_classified_by_the_replies() {
         2,
         "{:?}",
         sink.commands()
+    );
+}
+
+/// A campaign's INFO log is a summary per type, not a line per message: a run that sends
+/// 20 emails (one 451 retried, one 550 dead) logs no INFO line naming a message, and its
+/// summary lines add up to 19 delivered, 1 retried and 1 dead. The per-message lines are
+/// still there at DEBUG.
+#[tokio::test]
+async fn info_logs_a_summary_per_type_not_a_line_per_message() {
+    let captured = Captured::default();
+    let subscriber = captured.subscriber("debug,sqlx=warn");
+    // This test's runtime runs every task on this thread, so a thread default suffices.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let db = TestDb::new().await;
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    sink.script([
+        Script::AfterData("451 4.3.0 try again later"),
+        Script::AfterData("550 5.7.1 message content rejected"),
+    ]);
+    let m = mailer(config(&sink));
+    let emails: Vec<Email> = (0..20)
+        .map(|i| welcome(&format!("user{i}@example.com")))
+        .collect();
+    let ids = enqueue(&db, &emails).await;
+    let outbox = outbox_for(&db, &m).log_summary_every(Some(Duration::from_millis(100)));
+    settle(&db, &outbox, &ids).await;
+    assert_eq!(sink.received().len(), 19, "all but the 550");
+
+    let logs = captured.take();
+    let per_message: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains(" INFO ") && l.contains("message.id"))
+        .collect();
+    assert!(
+        per_message.is_empty(),
+        "per-message INFO lines:\n{}",
+        per_message.join("\n")
+    );
+    let debug_sent = logs
+        .lines()
+        .filter(|l| l.contains(" DEBUG ") && l.contains("email sent"))
+        .count();
+    assert_eq!(debug_sent, 19, "each send at DEBUG:\n{logs}");
+    let field = |line: &str, name: &str| -> u64 {
+        line.split(&format!(" {name}="))
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    let summaries: Vec<&str> = logs
+        .lines()
+        .filter(|l| {
+            l.contains(" INFO ")
+                && l.contains("message.type=\"outbox.email\"")
+                && l.contains(" delivered=")
+        })
+        .collect();
+    assert!(!summaries.is_empty(), "no summary line:\n{logs}");
+    let total = |name| summaries.iter().map(|l| field(l, name)).sum::<u64>();
+    assert_eq!(
+        (total("delivered"), total("retried"), total("dead")),
+        (19, 1, 1),
+        "{}",
+        summaries.join("\n")
+    );
+    assert!(
+        summaries.iter().all(|l| l.contains("per_second=")),
+        "{summaries:?}"
     );
 }

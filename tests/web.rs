@@ -1987,3 +1987,94 @@ async fn shaped_sites_and_rules_are_shown_resumed_and_removed() {
     assert!(admin.shaping().rules().await.unwrap().is_empty());
     b.client.clone().close().await.unwrap();
 }
+
+/// The overview says so when messages have been due for minutes and no worker has been
+/// seen, with what to run; once a worker heartbeats, it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_says_when_no_worker_runs() {
+    let db = TestDb::new().await;
+    enqueue_notes(&db, 0..3).await;
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let overview = || async {
+        let r = reqwest::get(&url).await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    };
+    assert!(!overview().await.contains("unattended"), "due just now");
+
+    // An enqueue clamps a past due time to now: move them back ten minutes.
+    sqlx::query("UPDATE outbox_messages SET due_at = due_at - 600000")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let page = overview().await;
+    let warning = page
+        .split(r#"id="unattended""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .unwrap_or_else(|| panic!("a warning on the overview: {page}"));
+    assert!(
+        warning.contains("3 message(s) due, the oldest for 10m")
+            && warning.contains("no worker running")
+            && warning.contains("outbox work")
+            && warning.contains("outbox drain"),
+        "{warning}"
+    );
+
+    // A worker heartbeats (of another type: the notes stay due).
+    let admin = Admin::new(db.backend());
+    Outbox::new(db.backend())
+        .register::<Counted, _>(|_: Counted, _: MessageContext| async {
+            Ok::<(), HandlerError>(())
+        })
+        .run_until(async {
+            let registered = common::eventually(Duration::from_secs(5), || async {
+                admin.workers_seen().await.unwrap().last_seen.is_some()
+            })
+            .await;
+            assert!(registered, "the worker registered");
+            let page = overview().await;
+            assert!(!page.contains("unattended"), "a worker runs: {page}");
+            assert_eq!(counts(&db, "web.note").await.pending, 3, "still due");
+        })
+        .await
+        .unwrap();
+}
+
+/// A note that names its recipient, so the live messages can be searched by address.
+#[derive(Debug, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.letter", recipient = "letter_recipient")]
+struct Letter {
+    to: String,
+}
+
+fn letter_recipient(letter: &Letter) -> Option<outbox::Recipient> {
+    Some(outbox::Recipient::transactional(&letter.to))
+}
+
+/// The messages page filters by recipient, whatever the case of the address typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_page_filters_by_recipient() {
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for to in ["Ann@Example.com", "bob@example.com", "ann@example.com"] {
+        let e = Letter { to: to.into() }.enqueue(&mut *tx).await.unwrap();
+        ids.push(e.id().to_string());
+    }
+    tx.commit().await.unwrap();
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let page = reqwest::get(format!("{url}/messages?recipient=ANN%40example.COM"))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains(&ids[0]) && page.contains(&ids[2]) && !page.contains(&ids[1]),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"name="recipient""#) && page.contains(r#"value="ANN@example.COM""#),
+        "the filter field keeps what was typed: {page}"
+    );
+}

@@ -38,7 +38,7 @@ pub use admin::{
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
     MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
     SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
-    MAX_SUPPRESSION_PAGE,
+    Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;
@@ -74,7 +74,9 @@ pub use message::{
     validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage, Recipient,
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
-pub use outbox::{shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions};
+pub use outbox::{
+    shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions, DEFAULT_SUMMARY_EVERY,
+};
 pub use shaping::{
     describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,
     RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_RULES,

@@ -11,12 +11,14 @@ mod register;
 mod retention;
 mod run;
 mod settings;
+mod summary;
 
 use std::{sync::Arc, time::Duration};
 
 pub use drain::{DrainOptions, DrainReport};
 pub use run::shutdown_signal;
 pub use settings::QueueOptions;
+pub use summary::DEFAULT_SUMMARY_EVERY;
 
 use crate::{
     admin::Admin,
@@ -75,6 +77,7 @@ pub struct Outbox<B, S = ()> {
     defaults: QueueOptions,
     shutdown_timeout: Duration,
     gauge_interval: Option<Duration>,
+    summary_every: Option<Duration>,
     fail_unregistered: bool,
     retention: Retention,
     /// The due probe's pause after work, and its longest pause when idle.
@@ -103,6 +106,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             defaults: QueueOptions::new(),
             shutdown_timeout: Duration::from_secs(15),
             gauge_interval: Some(Duration::from_secs(10)),
+            summary_every: Some(DEFAULT_SUMMARY_EVERY),
             fail_unregistered: false,
             retention: Retention::default(),
             idle_poll: (Duration::from_millis(50), Duration::from_secs(1)),
@@ -134,6 +138,17 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// and histograms are recorded either way.
     pub fn gauge_interval(mut self, every: Option<Duration>) -> Self {
         self.gauge_interval = every;
+        self
+    }
+
+    /// How often running workers log one INFO line per type that did something since
+    /// the last one — delivered, retried, dead and deliveries per second — (default every
+    /// 60 s, [`DEFAULT_SUMMARY_EVERY`], and once when the workers stop). Each message's own
+    /// lines are DEBUG (a dead letter is also a WARN), so a large campaign's INFO log
+    /// stays a few lines a minute. `None` turns the summary off; the counters behind it
+    /// are kept either way (one atomic add per outcome).
+    pub fn log_summary_every(mut self, every: Option<Duration>) -> Self {
+        self.summary_every = every;
         self
     }
 

@@ -454,7 +454,8 @@ impl Mailer {
     }
 }
 
-/// Logs how a send ended (refused recipients at WARN, the send at INFO) and classifies a
+/// Logs how a send ended (refused recipients at WARN, the send at DEBUG: the outbox's
+/// summary counts sends at INFO) and classifies a
 /// failure for the outbox.
 fn reported(id: &MessageId, result: Result<Delivery, SendError>) -> Result<Delivery, HandlerError> {
     match result {
@@ -466,7 +467,7 @@ fn reported(id: &MessageId, result: Result<Delivery, SendError>) -> Result<Deliv
                     "recipient refused; the email went to the others and is not retried for it"
                 );
             }
-            tracing::info!(
+            tracing::debug!(
                 message.id = %id, message_id = %delivery.message_id,
                 accepted = delivery.accepted.len(), "email sent"
             );

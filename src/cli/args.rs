@@ -353,6 +353,10 @@ pub struct MessageFilterArgs {
     /// Only messages whose last error contains this text.
     #[arg(long = "error", value_name = "TEXT")]
     pub error: Option<String>,
+    /// Only messages to this address (the recipient a type declares, e.g. an email's;
+    /// case does not matter).
+    #[arg(long, value_name = "ADDRESS")]
+    pub recipient: Option<String>,
 }
 
 impl MessageFilterArgs {
@@ -363,6 +367,7 @@ impl MessageFilterArgs {
             && self.state.is_none()
             && self.key_prefix.is_none()
             && self.error.is_none()
+            && self.recipient.is_none()
     }
 }
 
@@ -394,11 +399,11 @@ pub struct MessageShowArgs {
     ArgGroup::new("which")
         .required(true)
         .multiple(true)
-        .args(["id", "type_tag", "group", "state", "key_prefix", "error", "all"])
+        .args(["id", "type_tag", "group", "state", "key_prefix", "error", "recipient", "all"])
 ))]
 pub struct MessagesActionArgs {
     /// The id of one message.
-    #[arg(conflicts_with_all = ["type_tag", "group", "state", "key_prefix", "error", "all"])]
+    #[arg(conflicts_with_all = ["type_tag", "group", "state", "key_prefix", "error", "recipient", "all"])]
     pub id: Option<String>,
     /// Which messages (asks for confirmation).
     #[command(flatten)]
@@ -441,6 +446,10 @@ pub struct DeadListArgs {
     /// Only dead letters of this type.
     #[arg(long = "type", value_name = "TYPE")]
     pub type_tag: Option<String>,
+    /// Only dead letters to this address (the recipient their type declares; case does
+    /// not matter).
+    #[arg(long, value_name = "ADDRESS")]
+    pub recipient: Option<String>,
     /// At most this many (newest first).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,

@@ -89,6 +89,7 @@ impl<B: Backend> Ctx<B> {
     /// One status report; `clear` clears the terminal first (a `--watch` refresh).
     async fn status_once(&self, clear: bool) -> Result<()> {
         let counts = self.admin.status_counts().await?;
+        let unattended = self.admin.unattended(&counts).await?;
         let paused = self.admin.paused().await?;
         let breakers = self.admin.breakers().await?;
         let now = SystemTime::now();
@@ -114,9 +115,22 @@ impl<B: Backend> Ctx<B> {
                 .collect();
             let breakers: Vec<Value> = breakers.iter().map(breaker_json).collect();
             // One line per report, so a --watch stream is one document per line.
+            let unattended = unattended.map(|u| {
+                json!({
+                    "due": u.due,
+                    "oldest_due_age_secs": u.waiting().as_secs(),
+                    "last_worker_seen": u.last_worker_seen.map(render::time),
+                    "message": u.to_string(),
+                })
+            });
             println!(
                 "{}",
-                json!({ "at": render::time(now), "types": types, "breakers": breakers })
+                json!({
+                    "at": render::time(now),
+                    "types": types,
+                    "breakers": breakers,
+                    "unattended": unattended,
+                })
             );
             return Ok(());
         }
@@ -162,18 +176,25 @@ impl<B: Backend> Ctx<B> {
         }
         render::print_table(&t);
         print_breakers(&breakers, now);
+        if let Some(u) = unattended {
+            println!();
+            println!("WARNING: {u}");
+        }
         let _ = std::io::stdout().flush();
         Ok(())
     }
 
     async fn dead_list(&self, args: &DeadListArgs) -> Result<()> {
-        let filter = match &args.type_tag {
+        let mut filter = match &args.type_tag {
             Some(t) => {
                 self.known_type(t).await?;
                 DeadLetterFilter::type_tag(t)
             }
             None => DeadLetterFilter::all(),
         };
+        if let Some(r) = &args.recipient {
+            filter = filter.to(r);
+        }
         let dead = self.admin.dead_letters();
         let total = dead.count(&filter).await?;
         let list = dead.list(&filter, 0, args.limit).await?;

@@ -272,6 +272,9 @@ impl<B: Backend> Ctx<B> {
         if let Some(e) = &args.error {
             filter = filter.error_contains(e);
         }
+        if let Some(r) = &args.recipient {
+            filter = filter.to(r);
+        }
         Ok(filter)
     }
 
@@ -468,6 +471,9 @@ impl<B: Backend> Ctx<B> {
         }
         if let Some(e) = &f.error {
             what.push(format!("with `{e}` in their last error"));
+        }
+        if let Some(r) = &filter.recipient {
+            what.push(format!("to {r}"));
         }
         Ok((filter, what.join(" ")))
     }

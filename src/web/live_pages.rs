@@ -348,6 +348,8 @@ pub(crate) struct MessageFilter {
     key_prefix: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    recipient: Option<String>,
 }
 
 impl MessageFilter {
@@ -362,13 +364,18 @@ impl MessageFilter {
                 )
             })?),
         };
-        Ok(LiveFilter {
+        let filter = LiveFilter {
             id: None,
             type_tag: given(&self.type_tag),
             state,
             key_prefix: given(&self.key_prefix),
             error_contains: given(&self.error),
             group: given(&self.group),
+            recipient: None,
+        };
+        Ok(match given(&self.recipient) {
+            Some(address) => filter.to(address),
+            None => filter,
         })
     }
 
@@ -380,6 +387,7 @@ impl MessageFilter {
             ("state", &self.state),
             ("key_prefix", &self.key_prefix),
             ("error", &self.error),
+            ("recipient", &self.recipient),
         ]
         .iter()
         .filter_map(|(k, v)| {
@@ -398,6 +406,7 @@ impl MessageFilter {
             input type="hidden" name="state" value=(self.state.as_deref().unwrap_or(""));
             input type="hidden" name="key_prefix" value=(self.key_prefix.as_deref().unwrap_or(""));
             input type="hidden" name="error" value=(self.error.as_deref().unwrap_or(""));
+            input type="hidden" name="recipient" value=(self.recipient.as_deref().unwrap_or(""));
         }
     }
 }
@@ -432,6 +441,7 @@ fn filter_form(ctx: &Ctx, f: &MessageFilter) -> Markup {
             }
             input type="text" name="key_prefix" placeholder="key prefix" value=(value(&f.key_prefix)) aria-label="key prefix";
             input type="text" name="error" placeholder="error contains" value=(value(&f.error)) aria-label="error contains";
+            input type="text" name="recipient" placeholder="recipient" value=(value(&f.recipient)) aria-label="recipient";
             button type="submit" { "Filter" }
             a href=(ctx.url("/messages")) { "clear" }
         }
@@ -571,6 +581,9 @@ fn matching(filter: &LiveFilter) -> String {
     }
     if let Some(e) = &filter.error_contains {
         parts.push(format!("with \"{e}\" in their last error"));
+    }
+    if let Some(r) = &filter.recipient {
+        parts.push(format!("to {r}"));
     }
     if parts.is_empty() {
         String::new()

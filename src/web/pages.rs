@@ -354,10 +354,15 @@ pub(crate) async fn overview<B: Backend>(
 ) -> PageResult {
     let admin = &state.admin;
     let paused = paused_map(admin).await?;
-    let rows = rows(admin.status_counts().await?, &paused);
+    let counts = admin.status_counts().await?;
+    let unattended = admin.unattended(&counts).await?;
+    let rows = rows(counts, &paused);
     let buckets = admin.rate_limits().await?;
     let breakers = admin.breakers().await?;
     let live = html! {
+        @if let Some(u) = unattended {
+            p #unattended .flash.err role="alert" { "No workers: " (u) }
+        }
         @if breakers.iter().any(|b| b.is_open()) {
             (breakers_table(&breakers))
         }

@@ -1509,3 +1509,191 @@ pub async fn shaping_rules_and_sites<H: Harness>() {
     outbox(&url, &["shaping", "remove-rule", "gmail-rate"]).succeeded();
     outbox(&url, &["shaping", "remove-rule", "gmail-rate"]).failed_with("no rule `gmail-rate`");
 }
+
+/// Makes every queued message due ten minutes ago (an enqueue clamps a past due time to
+/// now): messages left waiting that long by workers nobody started.
+async fn due_ten_minutes_ago<H: Harness>(h: &H)
+where
+    for<'c> &'c mut <H::Db as sqlx::Database>::Connection: sqlx::Executor<'c, Database = H::Db>,
+{
+    let mut conn = h.pool().acquire().await.unwrap();
+    sqlx::raw_sql("UPDATE outbox_messages SET due_at = due_at - 600000")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+}
+
+/// `status` says so when messages have been due for minutes and no worker has been seen
+/// (no heartbeat in the registry), and what to run; once a worker heartbeats, it does not.
+pub async fn status_says_when_no_worker_runs<H: Harness>()
+where
+    for<'c> &'c mut <H::Db as sqlx::Database>::Connection: sqlx::Executor<'c, Database = H::Db>,
+{
+    let h = H::new().await;
+    let url = h.url();
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in 1..=3 {
+        let _ = Later { n }.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    assert!(!human.contains("WARNING"), "due just now: {human}");
+
+    due_ten_minutes_ago(&h).await;
+    let human = outbox(&url, &["status"]).succeeded().stdout.clone();
+    let warning = human
+        .lines()
+        .find(|l| l.starts_with("WARNING: "))
+        .unwrap_or_else(|| panic!("a warning: {human}"));
+    assert!(
+        warning.contains("3 message(s) due, the oldest for 10m")
+            && warning.contains("no worker running")
+            && warning.contains("outbox work")
+            && warning.contains("outbox drain"),
+        "{warning}"
+    );
+    let status = outbox(&url, &["status", "--json"]).succeeded().json();
+    assert_eq!(status["unattended"]["due"], 3, "{status:#}");
+    assert!(
+        status["unattended"]["last_worker_seen"].is_null(),
+        "{status:#}"
+    );
+
+    // A worker heartbeats (of another type: the messages stay due).
+    let admin = outbox::Admin::new(h.backend());
+    Outbox::new(h.backend())
+        .register::<Mail, _>(|_: Mail, _: MessageContext| async { Ok::<(), HandlerError>(()) })
+        .run_until(async {
+            let mut seen = false;
+            for _ in 0..100 {
+                if admin.workers_seen().await.unwrap().last_seen.is_some() {
+                    seen = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(seen, "the worker registered");
+            let url = url.clone();
+            let run = tokio::task::spawn_blocking(move || {
+                (
+                    outbox(&url, &["status"]),
+                    outbox(&url, &["status", "--json"]),
+                )
+            })
+            .await
+            .unwrap();
+            let human = run.0.succeeded().stdout.clone();
+            assert!(!human.contains("WARNING"), "a worker runs: {human}");
+            let status = run.1.succeeded().json();
+            assert!(status["unattended"].is_null(), "{status:#}");
+        })
+        .await
+        .unwrap();
+}
+
+/// A letter names its recipient, so the queue can be searched by address.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.letter", recipient = "letter_recipient")]
+pub struct Letter {
+    pub to: String,
+}
+
+fn letter_recipient(letter: &Letter) -> Option<outbox::Recipient> {
+    Some(outbox::Recipient::transactional(&letter.to))
+}
+
+/// `messages list --recipient` finds a person's messages whatever the case of the address,
+/// `messages cancel --recipient` cancels only theirs, and `dead list --recipient` finds
+/// their dead letters.
+pub async fn messages_are_found_by_recipient<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let mut tx = h.pool().begin().await.unwrap();
+    let mut ids = Vec::new();
+    for to in ["Ann@Example.com", "bob@example.com", "ann@example.com"] {
+        let e = Letter { to: to.into() }.enqueue(&mut *tx).await.unwrap();
+        ids.push(e.id().to_string());
+    }
+    let _ = Later { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let listed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["messages", "list", "--json"];
+        all.extend_from_slice(args);
+        outbox(&url, &all).succeeded().json()["messages"]
+            .as_array()
+            .expect("a messages list")
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        listed(&["--recipient", "ANN@example.COM"]),
+        vec![ids[0].clone(), ids[2].clone()]
+    );
+    assert_eq!(
+        listed(&["--recipient", "bob@example.com"]),
+        vec![ids[1].clone()]
+    );
+    assert!(listed(&["--recipient", "nobody@example.com"]).is_empty());
+    let human = outbox(
+        &url,
+        &["messages", "list", "--recipient", "ann@example.com"],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    assert!(
+        human.contains(&ids[0]) && human.contains(&ids[2]) && !human.contains(&ids[1]),
+        "{human}"
+    );
+
+    let out = outbox(
+        &url,
+        &[
+            "messages",
+            "cancel",
+            "--recipient",
+            "Bob@example.com",
+            "--yes",
+        ],
+    )
+    .succeeded()
+    .stdout
+    .clone();
+    assert!(out.contains("cancelled 1 message(s)"), "{out}");
+    assert!(listed(&["--recipient", "bob@example.com"]).is_empty());
+    assert_eq!(listed(&[]).len(), 3, "the others stay");
+
+    // Given up, Ann's letters are found among the dead letters by her address.
+    let report = Outbox::new(h.backend())
+        .register::<Letter, _>(|_: Letter, _: MessageContext| async {
+            Err::<(), _>(HandlerError::permanent("550 5.1.1 mailbox unknown"))
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.given_up, 2, "{report:?}");
+    let dead = outbox(
+        &url,
+        &["dead", "list", "--recipient", "ANN@Example.com", "--json"],
+    )
+    .succeeded()
+    .json();
+    let mut found: Vec<String> = dead["dead_letters"]
+        .as_array()
+        .expect("a dead letters list")
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, vec![ids[0].clone(), ids[2].clone()], "{dead:#}");
+    assert_eq!(dead["total"], 2, "{dead:#}");
+    let none = outbox(
+        &url,
+        &["dead", "list", "--recipient", "bob@example.com", "--json"],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(none["total"], 0, "{none:#}");
+}

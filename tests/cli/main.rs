@@ -23,6 +23,14 @@ macro_rules! cli_cases {
                 cases::status_and_dead_letters::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn status_says_when_no_worker_runs() {
+                cases::status_says_when_no_worker_runs::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn messages_are_found_by_recipient() {
+                cases::messages_are_found_by_recipient::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn status_shows_the_circuit_breakers() {
                 cases::status_shows_the_circuit_breakers::<H>().await
             }

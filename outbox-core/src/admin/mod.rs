@@ -10,14 +10,14 @@ mod suppressions;
 
 use std::{
     sync::Arc,
-    time::{Duration, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
     LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
     Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
-    SuppressionScope, TypeCounts, TypeOutcomes,
+    SuppressionScope, TypeCounts, TypeOutcomes, WorkersSeen,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
@@ -30,6 +30,78 @@ use crate::{
     error::Error,
     store::{Backend, BucketState, RateLimit},
 };
+
+/// How long messages may have been due, with no worker seen (no heartbeat in the
+/// registry) for as long, before [`Admin::unattended`] reports them: two minutes, longer
+/// than a minutely cron's gap between two drains.
+pub const UNATTENDED_AFTER: Duration = Duration::from_secs(120);
+
+/// Messages that are due while no worker runs: what [`Admin::unattended`] finds when the
+/// workers were forgotten (never started, crashed, a cron entry that stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unattended {
+    /// Messages due now (pending, of every type).
+    pub due: u64,
+    /// When the longest-waiting due message became due.
+    pub oldest_due: SystemTime,
+    /// The newest heartbeat of a registered worker; `None` when none is registered
+    /// (never started, or stopped cleanly).
+    pub last_worker_seen: Option<SystemTime>,
+    /// The time of the read, by the database's clock.
+    pub now: SystemTime,
+}
+
+impl Unattended {
+    /// How long the longest-waiting due message has waited.
+    pub fn waiting(&self) -> Duration {
+        self.now.duration_since(self.oldest_due).unwrap_or_default()
+    }
+
+    /// How long ago the last worker was seen, if one is registered.
+    pub fn unseen_for(&self) -> Option<Duration> {
+        self.last_worker_seen
+            .map(|t| self.now.duration_since(t).unwrap_or_default())
+    }
+
+    /// What the operator should do, in one sentence.
+    pub fn advice(&self) -> &'static str {
+        "start the workers: the application's `outbox work` (Outbox::run) as a service, \
+         or `outbox drain` from cron"
+    }
+}
+
+/// The warning the CLI's `status` and the web overview show: how many messages are due,
+/// for how long, since when no worker was seen, and [`Unattended::advice`].
+impl std::fmt::Display for Unattended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} message(s) due, the oldest for {}, and ",
+            self.due,
+            short(self.waiting())
+        )?;
+        match self.unseen_for() {
+            Some(d) => write!(
+                f,
+                "no worker seen for {} (no heartbeat in outbox_workers)",
+                short(d)
+            )?,
+            None => write!(f, "no worker running (none in outbox_workers)")?,
+        }
+        write!(f, ": {}", self.advice())
+    }
+}
+
+/// `45s`, `12m 5s`, `3h 20m`, `2d 4h`.
+fn short(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
+    }
+}
 
 /// The admin surface over one backend.
 #[derive(Clone)]
@@ -138,5 +210,31 @@ impl<B: Backend> Admin<B> {
     /// Message counts per type and status, in one query; cheap enough to poll every second.
     pub async fn status_counts(&self) -> Result<Vec<TypeCounts>, Error> {
         self.backend.status_counts(self.clock.database_now()).await
+    }
+
+    /// The newest worker heartbeat of any process, and the database's time.
+    pub async fn workers_seen(&self) -> Result<WorkersSeen, Error> {
+        self.backend.workers_seen(self.clock.database_now()).await
+    }
+
+    /// Whether messages wait for workers that are not there: `Some` when a message has
+    /// been due for at least [`UNATTENDED_AFTER`] and no worker was seen (a heartbeat in
+    /// the registry) for as long. `counts` are the status counts just read
+    /// ([`Admin::status_counts`]); this adds one read of the worker registry. Messages of
+    /// paused types are not due. A worker of any type counts: a process that runs other
+    /// types than the waiting ones is not detected.
+    pub async fn unattended(&self, counts: &[TypeCounts]) -> Result<Option<Unattended>, Error> {
+        let Some(oldest_due) = counts.iter().filter_map(|c| c.oldest_due).min() else {
+            return Ok(None);
+        };
+        let seen = self.workers_seen().await?;
+        let found = Unattended {
+            due: counts.iter().map(|c| c.pending).sum(),
+            oldest_due,
+            last_worker_seen: seen.last_seen,
+            now: seen.now,
+        };
+        let quiet = found.unseen_for().is_none_or(|d| d >= UNATTENDED_AFTER);
+        Ok((found.waiting() >= UNATTENDED_AFTER && quiet).then_some(found))
     }
 }

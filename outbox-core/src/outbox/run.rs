@@ -8,7 +8,9 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{breakers, gauges, groups, history, pauses, retention, Outbox, Registration};
+use super::{
+    breakers, gauges, groups, history, pauses, retention, summary::Summary, Outbox, Registration,
+};
 use crate::{
     error::Error,
     layers::{
@@ -53,6 +55,8 @@ pub(super) struct Running<B: Backend> {
     helpers: Vec<JoinHandle<()>>,
     /// Reports the workers' outcomes to the history.
     history: Arc<history::Reporter<B>>,
+    /// Logs the workers' outcomes per type at INFO, unless turned off.
+    summary: Option<Arc<Summary>>,
     /// Each type's circuit breaker (types with the breaker off have none).
     pub(super) breakers: HashMap<&'static str, Arc<BreakerSwitch>>,
 }
@@ -334,6 +338,16 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 .collect(),
         );
         helpers.push(history.start(stopped.clone()));
+        let summary = self.summary_every.map(|every| {
+            let summary = Summary::new(
+                self.registrations
+                    .iter()
+                    .map(|r| (r.queue, Arc::clone(&r.counters)))
+                    .collect(),
+            );
+            helpers.push(summary.start(every, stopped.clone()));
+            summary
+        });
         if let Retention::KeepFor(window) = self.retention {
             helpers.push(retention::prune(
                 self.backend.clone(),
@@ -361,6 +375,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             workers,
             helpers,
             history,
+            summary,
             breakers,
         }
     }
@@ -384,6 +399,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         running.helpers.iter().for_each(|h| h.abort());
         // What the workers did since the last report, now that they stopped.
         running.history.report().await;
+        if let Some(summary) = &running.summary {
+            summary.log();
+        }
         if self.gauge_interval.is_some() {
             gauges::sample_once(&self.backend, self.clock.as_ref()).await;
         }

@@ -368,3 +368,47 @@ pub async fn the_completion_hook_fires_once<H: PortHarness>(h: &H) {
     let rearmed = b.fire_group_hooks(Now::At(at(70)), &new_id).await.unwrap();
     assert_eq!(rearmed, ["g1"], "set again, armed again");
 }
+
+/// A group's rate and ETA follow its deliveries at the read's time: right after a
+/// delivery it has both; thirteen minutes after its last delivery (an idle group) and once
+/// nothing remains (a finished group) it has neither.
+pub async fn an_idle_or_finished_group_has_no_rate<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    insert(h, &(1..=10).map(|n| grouped("g1", n)).collect::<Vec<_>>()).await;
+    let c = claim(h, T, "w1", 6, at(10)).await;
+    assert_eq!(c.len(), 6);
+    let delivered: Vec<_> = c[..5].iter().map(|m| settlement(m, done())).collect();
+    b.settle("w1", &delivered, Now::At(at(1_000)))
+        .await
+        .expect("settle");
+
+    let p = progress(h, "g1", 2_000).await;
+    assert_eq!((p.delivered, p.remaining()), (5, 5), "{p:?}");
+    assert!(p.rate > 0.0, "delivering: {p:?}");
+    assert!(p.eta().is_some(), "delivering: {p:?}");
+
+    let idle = progress(h, "g1", 1_000 + 13 * 60_000).await;
+    assert_eq!(
+        idle.rate, 0.0,
+        "13 minutes after the last delivery: {idle:?}"
+    );
+    assert_eq!(idle.eta(), None, "{idle:?}");
+    let listed = b.groups(Now::At(at(1_000 + 13 * 60_000))).await.unwrap();
+    assert_eq!(listed[0].rate, 0.0, "{listed:?}");
+
+    // The rest delivered (the running one and the four still queued): finished.
+    let rest = claim(h, T, "w1", 10, at(1_100)).await;
+    let mut last: Vec<_> = rest.iter().map(|m| settlement(m, done())).collect();
+    last.push(settlement(&c[5], done()));
+    b.settle("w1", &last, Now::At(at(1_200)))
+        .await
+        .expect("settle");
+    let done_now = progress(h, "g1", 1_300).await;
+    assert_eq!(
+        (done_now.delivered, done_now.remaining()),
+        (10, 0),
+        "{done_now:?}"
+    );
+    assert_eq!(done_now.rate, 0.0, "finished: {done_now:?}");
+    assert_eq!(done_now.eta(), None);
+}

@@ -193,3 +193,35 @@ pub async fn history_adds_per_minute_and_prunes<H: PortHarness>(h: &H) {
     assert_eq!(left.len(), 1, "older than two days: pruned");
     assert_eq!(left[0].outcomes.type_tag, "c");
 }
+
+/// The worker registry's newest heartbeat and the read's time: none while no worker is
+/// registered; the latest of several workers' heartbeats; none again once they
+/// deregistered; on the database's own clock, a time near the process's.
+pub async fn workers_seen_reads_the_newest_heartbeat<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let seen = b.workers_seen(Now::At(at(100))).await.unwrap();
+    assert_eq!((seen.last_seen, seen.now), (None, at(100)));
+    for (owner, ms) in [("w1", 1_000), ("w2", 5_000), ("w1", 3_000)] {
+        let beats = [crate::store::WorkerBeat {
+            owner,
+            type_tag: "port_seen",
+            lease: LEASE,
+            held: &[],
+        }];
+        b.heartbeat(&beats, Now::At(at(ms))).await.unwrap();
+    }
+    let seen = b.workers_seen(Now::At(at(9_000))).await.unwrap();
+    assert_eq!((seen.last_seen, seen.now), (Some(at(5_000)), at(9_000)));
+    b.deregister("w1").await.unwrap();
+    b.deregister("w2").await.unwrap();
+    let seen = b.workers_seen(Now::Database).await.unwrap();
+    assert_eq!(seen.last_seen, None);
+    let skew = seen
+        .now
+        .duration_since(crate::clock::system_now())
+        .unwrap_or_else(|e| e.duration());
+    assert!(
+        skew < Duration::from_secs(60),
+        "the database's clock: {seen:?}"
+    );
+}

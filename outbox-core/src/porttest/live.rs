@@ -485,3 +485,90 @@ pub async fn cancel_removes_queued_matching_in_batches<H: PortHarness>(h: &H) {
     let s = b.settle("w1", &done, Now::At(at(200))).await.unwrap();
     assert_eq!(s.applied, 5);
 }
+
+/// A message whose type names a recipient is found by it: the enqueue writes the probe's
+/// address (lowercased) as the row's recipient, one message alone or in a batch; the filter
+/// (lowercased by [`LiveFilter::to`]) lists, counts, retries and cancels only that
+/// recipient's messages, never one without a recipient; a dead letter keeps it, is found
+/// by it, and a requeue by it brings it back with it.
+pub async fn live_messages_are_found_by_recipient<H: PortHarness>(h: &H) {
+    use crate::store::{DeadLetterFilter, DeadLetterStore, SuppressionProbe};
+    let to = |n: u32, address: &str| NewMessage {
+        suppression: SuppressionProbe::new(address, None, true, A, None),
+        ..message(A, n)
+    };
+    let alone = insert(h, &[to(1, "Ann@Example.COM")]).await;
+    let batch = insert(
+        h,
+        &[
+            to(2, "bob@example.com"),
+            message(A, 3),
+            to(4, "ann@example.com"),
+        ],
+    )
+    .await;
+    let (ann1, bob, none, ann2) = (
+        alone[0].clone(),
+        batch[0].clone(),
+        batch[1].clone(),
+        batch[2].clone(),
+    );
+    let b = h.backend();
+    let ann = LiveFilter::all().to(" ANN@example.com");
+    assert_eq!(ann.recipient.as_deref(), Some("ann@example.com"));
+    assert_eq!(list(h, &ann, 0).await, vec![ann1.clone(), ann2.clone()]);
+    assert_eq!(b.count_live(&ann, Now::At(at(0))).await.unwrap(), 2);
+    let bobs = LiveFilter::all().to("bob@example.com");
+    assert_eq!(list(h, &bobs, 0).await, vec![bob.clone()]);
+    assert_eq!(
+        list(h, &LiveFilter::all().to("nobody@example.com"), 0).await,
+        vec![]
+    );
+    assert_eq!(list(h, &LiveFilter::all(), 0).await.len(), 4);
+    assert!(list(h, &LiveFilter::id(none.as_str()), 0).await == vec![none.clone()]);
+
+    // Retry now and cancel apply to that recipient only.
+    let later = NewMessage {
+        due: Due::At(at(60_000)),
+        ..to(5, "carol@example.com")
+    };
+    let carol = insert(h, &[later, message(B, 6)]).await[0].clone();
+    let carols = LiveFilter::all().to("carol@example.com");
+    assert_eq!(
+        b.retry_live_now(&carols, Now::At(at(10)), 10)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(one(h, &carol, 20).await.state, LiveState::Pending);
+    assert_eq!(b.cancel_live(&bobs, Now::At(at(20)), 10).await.unwrap(), 1);
+    assert_eq!(list(h, &bobs, 30).await, vec![]);
+    assert_eq!(list(h, &LiveFilter::all().of_type(A), 30).await.len(), 4);
+
+    // Buried, the recipient stays with the dead letter; requeued, it is found again.
+    let c = claim(h, A, "w1", 1, at(100)).await;
+    assert_eq!(ids(&c), vec![ann1.clone()]);
+    let bury = Settle::Bury {
+        reason: "550 no such user".into(),
+    };
+    b.settle("w1", &[settlement(&c[0], bury)], Now::At(at(200)))
+        .await
+        .unwrap();
+    assert_eq!(list(h, &ann, 300).await, vec![ann2.clone()]);
+    let dead = DeadLetterFilter::all().to("ANN@example.com");
+    assert_eq!(dead.recipient.as_deref(), Some("ann@example.com"));
+    let found = b.list_dead(&dead, 10, 0).await.unwrap();
+    assert_eq!(
+        found.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        vec![ann1.clone()]
+    );
+    assert_eq!(b.count_dead(&dead).await.unwrap(), 1);
+    let nobody = DeadLetterFilter::all().to("bob@example.com");
+    assert_eq!(b.count_dead(&nobody).await.unwrap(), 0);
+    assert_eq!(b.purge_dead(&nobody).await.unwrap(), 0);
+    let requeued = b.requeue_dead(&nobody, Now::At(at(400))).await.unwrap();
+    assert_eq!(requeued.requeued, 0);
+    let requeued = b.requeue_dead(&dead, Now::At(at(400))).await.unwrap();
+    assert_eq!(requeued.requeued, 1);
+    assert_eq!(list(h, &ann, 500).await, vec![ann1, ann2]);
+}

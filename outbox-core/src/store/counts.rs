@@ -51,3 +51,13 @@ pub struct MinuteOutcomes {
     /// What the type's workers did in it, in every process.
     pub outcomes: TypeOutcomes,
 }
+
+/// When a worker of any process was last seen, by the database's clock: the newest
+/// heartbeat in the worker registry (a worker that stopped cleanly leaves it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkersSeen {
+    /// The newest heartbeat of a registered worker; `None` when no worker is registered.
+    pub last_seen: Option<SystemTime>,
+    /// The time of the read (the database's clock, or the time a test pinned).
+    pub now: SystemTime,
+}

@@ -92,6 +92,8 @@ pub struct DeadLetterFilter {
     pub type_tag: Option<String>,
     /// Only those given up before this time.
     pub failed_before: Option<SystemTime>,
+    /// Only those to this recipient (stored lowercased; see [`DeadLetterFilter::to`]).
+    pub recipient: Option<String>,
 }
 
 impl DeadLetterFilter {
@@ -119,6 +121,13 @@ impl DeadLetterFilter {
     /// Narrows to dead letters given up before `t`.
     pub fn failed_before(mut self, t: SystemTime) -> Self {
         self.failed_before = Some(t);
+        self
+    }
+
+    /// Narrows to dead letters to `address` (trimmed and lowercased): the recipient their
+    /// type names, kept from the message (see `LiveFilter::to`).
+    pub fn to(mut self, address: impl AsRef<str>) -> Self {
+        self.recipient = Some(address.as_ref().trim().to_lowercase());
         self
     }
 }

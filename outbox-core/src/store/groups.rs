@@ -7,6 +7,10 @@ use std::time::{Duration, SystemTime};
 /// current window and the rate of the one before; the settlement statements move them).
 pub const RATE_WINDOW: Duration = Duration::from_secs(10);
 
+/// The longest a group that delivers slowly (one message every few minutes) keeps
+/// showing a rate after its last delivery; see [`RateWindow::per_second`].
+pub const MAX_IDLE_AFTER: Duration = Duration::from_secs(3600);
+
 /// Where one group stands: its messages per state, read at one time across every
 /// process, and what outlives the rows (delivered and cancelled counts).
 #[derive(Debug, Clone, PartialEq)]
@@ -41,8 +45,10 @@ pub struct GroupProgress {
     pub first_delivered_at: Option<SystemTime>,
     /// When its last delivery was recorded.
     pub last_delivered_at: Option<SystemTime>,
-    /// Deliveries per second over about the last [`RATE_WINDOW`] (0 when nothing was
-    /// delivered lately).
+    /// Deliveries per second over about the last [`RATE_WINDOW`]; 0 when the group is
+    /// finished (nothing remains) or idle (nothing was delivered for longer than its pace
+    /// explains, see [`RateWindow::per_second`]), so a stopped campaign shows no rate and
+    /// no ETA rather than the last one it had.
     pub rate: f64,
     /// The type of the completion hook's message, if the group has one.
     pub hook: Option<String>,
@@ -79,7 +85,7 @@ impl GroupProgress {
 }
 
 /// The rate window a group's row records: when the current window opened, how many were
-/// delivered in it, and the rate of the window before.
+/// delivered in it, the rate of the window before, and the last delivery.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateWindow {
     /// When the current window opened (its first delivery).
@@ -88,6 +94,8 @@ pub struct RateWindow {
     pub delivered: u64,
     /// Deliveries per second in the window before, if there was one.
     pub previous: Option<f64>,
+    /// When the last delivery was recorded.
+    pub last_delivered_at: SystemTime,
 }
 
 impl RateWindow {
@@ -95,7 +103,19 @@ impl RateWindow {
     /// [`RATE_WINDOW`], its deliveries plus the previous window's rate for the rest of
     /// the window's length (a sliding window); after that (nothing was delivered since it
     /// closed), its deliveries over the time since it opened, falling towards 0.
+    ///
+    /// 0 once the group is idle: nothing was delivered for two windows, or for three
+    /// gaps between deliveries at the previous window's rate if that is longer (a group
+    /// sending one message a minute is not idle between two of them), at most
+    /// [`MAX_IDLE_AFTER`].
     pub fn per_second(&self, now: SystemTime) -> f64 {
+        if now
+            .duration_since(self.last_delivered_at)
+            .unwrap_or_default()
+            >= self.idle_after()
+        {
+            return 0.0;
+        }
         let window = RATE_WINDOW.as_secs_f64();
         let elapsed = now
             .duration_since(self.opened_at)
@@ -108,6 +128,17 @@ impl RateWindow {
             // The first window: its own rate, over at least a second.
             None => delivered / elapsed.max(1.0),
         }
+    }
+
+    /// How long after its last delivery the group counts as idle.
+    fn idle_after(&self) -> Duration {
+        let gaps = match self.previous {
+            Some(rate) if rate > 0.0 => {
+                Duration::try_from_secs_f64(3.0 / rate).unwrap_or(MAX_IDLE_AFTER)
+            }
+            _ => Duration::ZERO,
+        };
+        gaps.max(2 * RATE_WINDOW).min(MAX_IDLE_AFTER)
     }
 }
 
@@ -140,6 +171,7 @@ mod tests {
             opened_at: at(0.0),
             delivered,
             previous,
+            last_delivered_at: at(0.0),
         }
     }
 
@@ -160,7 +192,22 @@ mod tests {
     fn a_closed_window_falls_towards_zero() {
         let w = window(1_000, Some(100.0));
         assert_eq!(w.per_second(at(10.0)), 100.0);
-        assert_eq!(w.per_second(at(100.0)), 10.0);
+        assert_eq!(w.per_second(at(19.0)), 1_000.0 / 19.0);
+    }
+
+    #[test]
+    fn an_idle_group_has_no_rate() {
+        // A fast group that stopped: idle two windows after its last delivery.
+        let fast = window(1_000, Some(100.0));
+        assert_eq!(fast.per_second(at(20.0)), 0.0);
+        assert_eq!(fast.per_second(at(13.0 * 60.0)), 0.0);
+        assert_eq!(window(3, None).per_second(at(20.0)), 0.0);
+        // One message a minute: still sending 2 minutes after the last one, idle after 3.
+        let slow = window(1, Some(1.0 / 60.0));
+        assert_eq!(slow.per_second(at(120.0)), 1.0 / 120.0);
+        assert_eq!(slow.per_second(at(180.0)), 0.0);
+        // However slow, idle after an hour.
+        assert_eq!(window(1, Some(1e-9)).per_second(at(3600.0)), 0.0);
     }
 
     #[test]

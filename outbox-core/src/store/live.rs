@@ -117,6 +117,11 @@ pub struct LiveFilter {
     pub error_contains: Option<String>,
     /// Only messages of this group.
     pub group: Option<String>,
+    /// Only messages to this recipient: the address a type that names one recipient
+    /// declares ([`OutboxMessage::recipient`]), stored lowercased at enqueue and compared
+    /// exactly (set it with [`LiveFilter::to`], which lowercases it). Messages of types
+    /// without a recipient never match.
+    pub recipient: Option<String>,
 }
 
 impl LiveFilter {
@@ -168,6 +173,14 @@ impl LiveFilter {
     /// Narrows to messages whose last error contains `text`.
     pub fn error_contains(mut self, text: impl Into<String>) -> Self {
         self.error_contains = Some(text.into());
+        self
+    }
+
+    /// Narrows to messages to `address` (trimmed and lowercased, as the enqueue stores
+    /// it): an email to `Ann@Example.com` is found as `ann@example.com`. Found through an
+    /// index of the recipients, not by reading payloads.
+    pub fn to(mut self, address: impl AsRef<str>) -> Self {
+        self.recipient = Some(address.as_ref().trim().to_lowercase());
         self
     }
 }

@@ -43,9 +43,9 @@ pub use crate::suppression::{
 };
 pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};
-pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes};
+pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes, WorkersSeen};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
-pub use groups::{GroupHook, GroupProgress, RateWindow, RATE_WINDOW};
+pub use groups::{GroupHook, GroupProgress, RateWindow, MAX_IDLE_AFTER, RATE_WINDOW};
 pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
@@ -590,6 +590,10 @@ pub trait StatsStore: Send + Sync + 'static {
 
     /// The history rows from the minute `since` falls in on, oldest first.
     fn history(&self, since: SystemTime) -> BoxFuture<'_, Result<Vec<MinuteOutcomes>, Error>>;
+
+    /// The newest heartbeat in the worker registry and the time of the read, `now`: how
+    /// an operator learns that no worker runs. One statement.
+    fn workers_seen(&self, now: Now) -> BoxFuture<'_, Result<WorkersSeen, Error>>;
 }
 
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.

@@ -65,7 +65,7 @@ impl<B: Backend> Shared<B> {
                 continue;
             };
             let reason = describe(&s);
-            tracing::info!(message.id = %c.id, message.type = type_tag, "not sent: {reason}");
+            tracing::debug!(message.id = %c.id, message.type = type_tag, "not sent: {reason}");
             self.suppressed(Settlement {
                 id: c.id,
                 attempt: c.attempt,

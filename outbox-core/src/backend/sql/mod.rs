@@ -38,7 +38,7 @@ use crate::{
         DeadLetterStore, Fenced, GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage,
         LiveMessageDetail, LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore,
         RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore, Steering,
-        TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, WorkerBeat,
+        TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, WorkerBeat, WorkersSeen,
     },
 };
 
@@ -239,6 +239,10 @@ pub struct Queries {
     pub live_list: &'static str,
     /// How many live messages match.
     pub live_count: &'static str,
+    /// A keyset page of live messages to one recipient (through its index).
+    pub live_list_by_recipient: &'static str,
+    /// How many live messages to one recipient match (through its index).
+    pub live_count_by_recipient: &'static str,
     /// Makes a batch of matching queued messages due now.
     pub live_retry_now: &'static str,
     /// A batch of matching queued messages to cancel, with their groups, locked.
@@ -275,6 +279,8 @@ pub struct Queries {
     pub stats_prune: &'static str,
     /// History rows from a minute on.
     pub stats_list: &'static str,
+    /// The newest worker heartbeat, and now.
+    pub workers_seen: &'static str,
     /// Creates a breaker's row, closed, unless it exists.
     pub breaker_insert: &'static str,
     /// Opens a closed breaker.
@@ -944,12 +950,13 @@ impl<D: Dialect> DeadLetterStore for D {
         offset: u64,
     ) -> BoxFuture<'a, Result<Vec<DeadLetter>, Error>> {
         Box::pin(async move {
-            let [id, type_tag, before] = filter_args(filter);
+            let [id, type_tag, before, recipient] = filter_args(filter);
             let offset = i64::try_from(offset).unwrap_or(i64::MAX);
             let args = [
                 id,
                 type_tag,
                 before,
+                recipient,
                 Arg::Int(i64::from(limit)),
                 Arg::Int(offset),
             ];
@@ -977,8 +984,14 @@ impl<D: Dialect> DeadLetterStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Requeued, Error>> {
         Box::pin(async move {
-            let [id, type_tag, before] = filter_args(filter);
-            let args = [Arg::OptInt(self.now_ms(now)), id, type_tag, before];
+            let [id, type_tag, before, recipient] = filter_args(filter);
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                id,
+                type_tag,
+                before,
+                recipient,
+            ];
             let statements: Vec<Statement<'_>> = self
                 .queries()
                 .requeue
@@ -1014,7 +1027,7 @@ impl<D: Dialect> LiveMessageStore for D {
         now: Now,
     ) -> BoxFuture<'a, Result<Vec<LiveMessage>, Error>> {
         Box::pin(async move {
-            let [now, id, type_tag, state, prefix, error, group] =
+            let [now, id, type_tag, state, prefix, error, group, recipient] =
                 live_filter_args(filter, self.now_ms(now));
             let args = [
                 now,
@@ -1024,11 +1037,17 @@ impl<D: Dialect> LiveMessageStore for D {
                 prefix,
                 error,
                 group,
+                recipient,
                 Arg::OptText(after),
                 Arg::Int(0),
                 Arg::Int(i64::from(limit)),
             ];
-            let rows = self.fetch(None, self.queries().live_list, &args).await?;
+            let q = self.queries();
+            let statement = match filter.recipient {
+                Some(_) => q.live_list_by_recipient,
+                None => q.live_list,
+            };
+            let rows = self.fetch(None, statement, &args).await?;
             let messages = rows.iter().map(rows::live_message);
             Ok(messages.collect::<Result<_, sqlx::Error>>()?)
         })
@@ -1041,7 +1060,12 @@ impl<D: Dialect> LiveMessageStore for D {
     ) -> BoxFuture<'a, Result<u64, Error>> {
         Box::pin(async move {
             let args = live_filter_args(filter, self.now_ms(now));
-            let rows = self.fetch(None, self.queries().live_count, &args).await?;
+            let q = self.queries();
+            let statement = match filter.recipient {
+                Some(_) => q.live_count_by_recipient,
+                None => q.live_count,
+            };
+            let rows = self.fetch(None, statement, &args).await?;
             Ok(rows::count(&rows)?)
         })
     }
@@ -1055,6 +1079,7 @@ impl<D: Dialect> LiveMessageStore for D {
             let args = [
                 Arg::OptInt(self.now_ms(now)),
                 Arg::OptText(Some(id)),
+                Arg::OptText(None),
                 Arg::OptText(None),
                 Arg::OptText(None),
                 Arg::OptText(None),
@@ -1342,6 +1367,20 @@ impl<D: Dialect> StatsStore for D {
                 })
             });
             Ok(minutes.collect::<Result<_, sqlx::Error>>()?)
+        })
+    }
+
+    fn workers_seen(&self, now: Now) -> BoxFuture<'_, Result<WorkersSeen, Error>> {
+        Box::pin(async move {
+            let args = [Arg::OptInt(self.now_ms(now))];
+            let rows = self.fetch(None, self.queries().workers_seen, &args).await?;
+            let row = rows
+                .first()
+                .ok_or_else(|| Error::Database(sqlx::Error::RowNotFound))?;
+            Ok(WorkersSeen {
+                last_seen: row.opt_int(0)?.map(crate::clock::from_unix_millis),
+                now: crate::clock::from_unix_millis(row.int(1)?),
+            })
         })
     }
 }

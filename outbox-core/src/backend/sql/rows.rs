@@ -216,11 +216,12 @@ pub(crate) fn beat_json(beats: &[WorkerBeat<'_>]) -> Result<(String, Option<Stri
 
 /// The three optional dead-letter filter parameters, in every filter statement's order:
 /// id, type, failed before (unix ms).
-pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 3] {
+pub(crate) fn filter_args(f: &DeadLetterFilter) -> [Arg<'_>; 4] {
     [
         Arg::OptText(f.id.as_deref()),
         Arg::OptText(f.type_tag.as_deref()),
         Arg::OptInt(f.failed_before.map(unix_millis)),
+        Arg::OptText(f.recipient.as_deref()),
     ]
 }
 
@@ -231,8 +232,9 @@ pub(crate) fn count<R: SqlRow>(rows: &[R]) -> Result<u64, sqlx::Error> {
 }
 
 /// The live-message filter parameters, in every live statement's order: now (unix ms, or
-/// NULL for the database's clock), id, type, state, key prefix, error text, group.
-pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7] {
+/// NULL for the database's clock), id, type, state, key prefix, error text, group,
+/// recipient.
+pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 8] {
     [
         Arg::OptInt(now),
         Arg::OptText(f.id.as_deref()),
@@ -241,15 +243,18 @@ pub(crate) fn live_filter_args(f: &LiveFilter, now: Option<i64>) -> [Arg<'_>; 7]
         Arg::OptText(f.key_prefix.as_deref()),
         Arg::OptText(f.error_contains.as_deref()),
         Arg::OptText(f.group.as_deref()),
+        Arg::OptText(f.recipient.as_deref()),
     ]
 }
 
 /// The live-message filter parameters and the batch size: the parameters of the statements
 /// that change a batch of live messages (retry now, cancel).
-pub(crate) fn live_batch_args(f: &LiveFilter, now: Option<i64>, batch: u32) -> [Arg<'_>; 8] {
-    let [now, id, type_tag, state, prefix, error, group] = live_filter_args(f, now);
+pub(crate) fn live_batch_args(f: &LiveFilter, now: Option<i64>, batch: u32) -> [Arg<'_>; 9] {
+    let [now, id, type_tag, state, prefix, error, group, recipient] = live_filter_args(f, now);
     let batch = Arg::Int(i64::from(batch.max(1)));
-    [now, id, type_tag, state, prefix, error, group, batch]
+    [
+        now, id, type_tag, state, prefix, error, group, recipient, batch,
+    ]
 }
 
 /// The column of `live_list.sql` holding the payload (NULL unless asked for).
@@ -330,16 +335,17 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
     let n = |i| row.int(i).map(|v| v.max(0) as u64);
     let at = |i| row.opt_int(i).map(|v| v.map(from_unix_millis));
     let now = from_unix_millis(row.int(18)?);
-    let rate = match at(13)? {
-        Some(opened_at) => RateWindow {
+    let rate = match (at(13)?, at(12)?) {
+        (Some(opened_at), Some(last_delivered_at)) => RateWindow {
             opened_at,
             delivered: n(14)?,
             previous: row.opt_real(15)?,
+            last_delivered_at,
         }
         .per_second(now),
-        None => 0.0,
+        _ => 0.0,
     };
-    Ok(GroupProgress {
+    let mut progress = GroupProgress {
         name: row.text(0)?,
         pending: n(1)?,
         scheduled: n(2)?,
@@ -357,7 +363,12 @@ pub(crate) fn group_progress<R: SqlRow>(row: &R) -> Result<GroupProgress, sqlx::
         rate,
         hook: row.opt_text(16)?,
         completed_at: at(17)?,
-    })
+    };
+    // A finished group sends nothing more: no rate (and so no ETA).
+    if progress.remaining() == 0 {
+        progress.rate = 0.0;
+    }
+    Ok(progress)
 }
 
 /// Folds the rows of `status_counts.sql` (type, pending, scheduled, running, retrying,

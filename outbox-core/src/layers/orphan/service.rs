@@ -60,7 +60,7 @@ where
                 Ok(Relevance::Relevant) => inner.call(task).await,
                 Ok(Relevance::Orphan(reason)) => {
                     let id = &task.args.id;
-                    tracing::info!(message.id = %id, %reason, "orphan dropped without calling the handler");
+                    tracing::debug!(message.id = %id, %reason, "orphan dropped without calling the handler");
                     Ok(Completion::Orphaned { reason })
                 }
                 Err(e) => {

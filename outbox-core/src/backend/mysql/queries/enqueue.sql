@@ -3,19 +3,20 @@
 -- then reads the key holders back. A message with one recipient carries its suppression
 -- probe ("a" address, "d" domain entry, "s0".."s3" scopes, "u" 1 when unsubscribes count);
 -- when a suppression in force stops it, it is written as `suppressed` (never claimed), the
--- suppression named. (Its expiry is read at the database's clock: MariaDB fails the second
+-- suppression named; its address (already lowercased) is also its `recipient` (NULL for a
+-- row without one). (Its expiry is read at the database's clock: MariaDB fails the second
 -- run of a prepared statement whose correlated subquery reads the derived `p`.)
 -- ?: [{"id","queue","job","due" (unix ms, or null: "delay" ms after now),"delay","priority",
 -- "max_attempts","key","group","a","d","s0".."s3","u"}], ? now (unix ms; NULL: the database's clock)
 INSERT INTO outbox_messages
     (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key,
-     enqueued_at, group_name, done_at, last_error)
+     enqueued_at, group_name, done_at, last_error, recipient)
 SELECT x.id, x.queue, CAST(x.job AS BINARY), CASE WHEN x.why IS NULL THEN 'queued' ELSE 'suppressed' END, 0,
     x.max_attempts, GREATEST(COALESCE(x.due, 0), x.now_ms + COALESCE(x.delay, 0)), x.priority, x.idem_key,
-    x.now_ms, x.group_name, CASE WHEN x.why IS NULL THEN NULL ELSE x.now_ms END, x.why
+    x.now_ms, x.group_name, CASE WHEN x.why IS NULL THEN NULL ELSE x.now_ms END, x.why, x.a
 FROM (
     SELECT r.id, r.queue, r.job, r.due, r.delay, r.priority, r.max_attempts, r.idem_key, r.group_name,
-        p.now_ms, CASE WHEN r.a IS NULL THEN NULL ELSE (
+        r.a, p.now_ms, CASE WHEN r.a IS NULL THEN NULL ELSE (
             SELECT CONCAT('suppressed: ', s.reason, ' of ', s.address, ' (', s.scope, ')')
             FROM outbox_suppressions AS s
             WHERE s.address IN (r.a, r.d) AND s.scope IN (r.s0, r.s1, r.s2, r.s3)

@@ -1,8 +1,8 @@
 -- How many live messages match. ? now (unix ms; NULL: the database's clock), ? id, ? type, ? state
--- (pending|scheduled|running|retrying|paused), ? key prefix, ? error text, ? group, all
+-- (pending|scheduled|running|retrying|paused), ? key prefix, ? error text, ? group, ? recipient, all
 -- optional
 SELECT COUNT(*) FROM outbox_messages AS m
-    CROSS JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms, ? AS id, ? AS type_tag, ? AS state, ? AS key_prefix, ? AS error_text, ? AS group_name) AS p
+    CROSS JOIN (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms, ? AS id, ? AS type_tag, ? AS state, ? AS key_prefix, ? AS error_text, ? AS group_name, ? AS recipient) AS p
 WHERE m.status IN ('queued', 'running')
   AND (p.id IS NULL OR m.id = p.id) AND (p.type_tag IS NULL OR m.type_tag = p.type_tag)
   AND (p.state IS NULL OR p.state = CASE WHEN m.status = 'running' THEN 'running'
@@ -12,3 +12,4 @@ WHERE m.status IN ('queued', 'running')
   AND (p.key_prefix IS NULL OR LEFT(m.idempotency_key, CHAR_LENGTH(p.key_prefix)) = p.key_prefix)
   AND (p.error_text IS NULL OR LOCATE(p.error_text, m.last_error) > 0)
   AND (p.group_name IS NULL OR m.group_name = p.group_name)
+  AND (p.recipient IS NULL OR m.recipient = p.recipient)

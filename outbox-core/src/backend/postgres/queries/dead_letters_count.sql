@@ -1,3 +1,4 @@
--- How many dead letters match. $1 id, $2 type, $3 failed before (unix ms), all optional
+-- How many dead letters match. $1 id, $2 type, $3 failed before (unix ms), $4 recipient, all optional
 SELECT COUNT(*) FROM outbox_dead_letters
 WHERE ($1::text IS NULL OR id = $1) AND ($2::text IS NULL OR type_tag = $2) AND ($3::bigint IS NULL OR failed_at < $3)
+  AND ($4::text IS NULL OR recipient = $4)

@@ -3,6 +3,7 @@
 -- written. A message with one recipient carries its suppression probe ("a" address, "d"
 -- domain entry, "s0".."s3" scopes, "u" 1 when unsubscribes count); when a suppression in
 -- force stops it, it is written as `suppressed` (never claimed), the suppression named.
+-- Its address (already lowercased) is also its `recipient`; NULL for a row without one.
 -- $1: [{"id","queue","job" (payload JSON as a string),"due" (unix ms, or null: "delay" ms
 -- after now),"delay","priority","max_attempts","key","group","a","d","s0".."s3","u"}], $2 now
 -- (unix ms; NULL: the database's clock)
@@ -10,11 +11,11 @@ WITH p AS (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigin
 ins AS (
     INSERT INTO outbox_messages
         (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key,
-         enqueued_at, group_name, done_at, last_error)
+         enqueued_at, group_name, done_at, last_error, recipient)
     SELECT r.id, r.queue, convert_to(r.job, 'UTF8'),
            CASE WHEN w.why IS NULL THEN 'queued' ELSE 'suppressed' END, 0, r.max_attempts,
            GREATEST(COALESCE(r.due, 0), p.now + COALESCE(r.delay, 0)), r.priority, r.key, p.now,
-           r.group, CASE WHEN w.why IS NOT NULL THEN p.now END, w.why
+           r.group, CASE WHEN w.why IS NOT NULL THEN p.now END, w.why, r.a
     FROM jsonb_to_recordset($1::jsonb)
          AS r(id text, queue text, job text, due bigint, delay bigint, priority integer,
               max_attempts integer, key text, "group" text, a text, d text, s0 text, s1 text,

@@ -1,9 +1,9 @@
--- Up to $8 matching queued messages (running messages are left alone) with their groups,
+-- Up to $9 matching queued messages (running messages are left alone) with their groups,
 -- locked: what one batch of a cancel deletes (cancel_delete.sql), in the same transaction. A
 -- row a claim holds is waited for and checked again (it is running then, and left alone).
 -- $1 now (unix ms; NULL: the database's clock), $2 id, $3 type, $4 state
--- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, all
--- optional; $8 batch size
+-- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, $8 recipient, all
+-- optional; $9 batch size
 SELECT m.id, m.group_name FROM outbox_messages AS m
     CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
 WHERE m.status = 'queued'
@@ -15,6 +15,7 @@ WHERE m.status = 'queued'
   AND ($5::text IS NULL OR left(m.idempotency_key, length($5)) = $5)
   AND ($6::text IS NULL OR strpos(m.last_error, $6) > 0)
   AND ($7::text IS NULL OR m.group_name = $7)
+  AND ($8::text IS NULL OR m.recipient = $8)
 ORDER BY m.id
-LIMIT $8
+LIMIT $9
 FOR UPDATE OF m

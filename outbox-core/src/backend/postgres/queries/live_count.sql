@@ -1,5 +1,5 @@
 -- How many live messages match. $1 now (unix ms; NULL: the database's clock), $2 id, $3 type, $4 state
--- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, all
+-- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, $8 recipient, all
 -- optional
 SELECT COUNT(*) FROM outbox_messages AS m
     CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
@@ -12,3 +12,4 @@ WHERE m.status IN ('queued', 'running')
   AND ($5::text IS NULL OR left(m.idempotency_key, length($5)) = $5)
   AND ($6::text IS NULL OR strpos(m.last_error, $6) > 0)
   AND ($7::text IS NULL OR m.group_name = $7)
+  AND ($8::text IS NULL OR m.recipient = $8)

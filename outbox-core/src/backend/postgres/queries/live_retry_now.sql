@@ -1,8 +1,8 @@
--- Makes up to $8 matching queued messages due later than now due now, attempts kept (running
+-- Makes up to $9 matching queued messages due later than now due now, attempts kept (running
 -- messages are left alone; a row claimed meanwhile is checked again and skipped).
 -- $1 now (unix ms; NULL: the database's clock), $2 id, $3 type, $4 state
--- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, all
--- optional; $8 batch size
+-- (pending|scheduled|running|retrying|paused), $5 key prefix, $6 error text, $7 group, $8 recipient, all
+-- optional; $9 batch size
 WITH picked AS (
     SELECT m.id, n.now FROM outbox_messages AS m
     CROSS JOIN (SELECT COALESCE($1::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now) AS n
@@ -15,8 +15,9 @@ WITH picked AS (
   AND ($5::text IS NULL OR left(m.idempotency_key, length($5)) = $5)
   AND ($6::text IS NULL OR strpos(m.last_error, $6) > 0)
   AND ($7::text IS NULL OR m.group_name = $7)
+  AND ($8::text IS NULL OR m.recipient = $8)
     ORDER BY m.id
-    LIMIT $8
+    LIMIT $9
 )
 UPDATE outbox_messages AS u SET due_at = picked.now
 FROM picked

@@ -1,8 +1,8 @@
--- Up to ?8 matching queued messages (running messages are left alone) with their groups:
+-- Up to ?9 matching queued messages (running messages are left alone) with their groups:
 -- what one batch of a cancel deletes (cancel_delete.sql), in the same write transaction.
 -- ?1 now (unix ms), ?2 id, ?3 type, ?4 state
--- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, all
--- optional but now; ?8 batch size
+-- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, ?8 recipient, all
+-- optional but now; ?9 batch size
 SELECT m.id, m.group_name FROM outbox_messages AS m
 WHERE m.status = 'queued'
   AND (?2 IS NULL OR m.id = ?2) AND (?3 IS NULL OR m.type_tag = ?3)
@@ -13,5 +13,6 @@ WHERE m.status = 'queued'
   AND (?5 IS NULL OR substr(m.idempotency_key, 1, length(?5)) = ?5)
   AND (?6 IS NULL OR instr(m.last_error, ?6) > 0)
   AND (?7 IS NULL OR m.group_name = ?7)
+  AND (?8 IS NULL OR m.recipient = ?8)
 ORDER BY m.id
-LIMIT ?8
+LIMIT ?9

@@ -1,5 +1,5 @@
 -- How many live messages match. ?1 now (unix ms), ?2 id, ?3 type, ?4 state
--- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, all
+-- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, ?8 recipient, all
 -- optional but now
 SELECT COUNT(*) FROM outbox_messages AS m
 WHERE m.status IN ('queued', 'running')
@@ -11,3 +11,4 @@ WHERE m.status IN ('queued', 'running')
   AND (?5 IS NULL OR substr(m.idempotency_key, 1, length(?5)) = ?5)
   AND (?6 IS NULL OR instr(m.last_error, ?6) > 0)
   AND (?7 IS NULL OR m.group_name = ?7)
+  AND (?8 IS NULL OR m.recipient = ?8)

@@ -1,8 +1,8 @@
--- Makes up to ?8 matching queued messages due later than now due now, attempts kept (running
+-- Makes up to ?9 matching queued messages due later than now due now, attempts kept (running
 -- messages are left alone). ?1 now (unix ms), ?2 id, ?3 type, ?4 state
--- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, all
+-- (pending|scheduled|running|retrying|paused), ?5 key prefix, ?6 error text, ?7 group, ?8 recipient, all
 -- optional but now;
--- ?8 batch size
+-- ?9 batch size
 UPDATE outbox_messages SET due_at = ?1
 WHERE id IN (
     SELECT m.id FROM outbox_messages AS m
@@ -15,6 +15,7 @@ WHERE id IN (
   AND (?5 IS NULL OR substr(m.idempotency_key, 1, length(?5)) = ?5)
   AND (?6 IS NULL OR instr(m.last_error, ?6) > 0)
   AND (?7 IS NULL OR m.group_name = ?7)
+  AND (?8 IS NULL OR m.recipient = ?8)
     ORDER BY m.id
-    LIMIT ?8
+    LIMIT ?9
 )
