@@ -49,7 +49,7 @@ use super::{
     claim_size::ClaimSize,
     hub::{Hub, Process},
     settle::SettleLayer,
-    shared::Shared,
+    shared::{Lease, Shared},
     WorkerSettings,
 };
 use crate::{
@@ -164,6 +164,8 @@ impl<B: Backend> Engine<B> {
         self.size.claim_started(buffered);
         self.claim = Some(Box::pin(async move {
             let s = &shared.settings;
+            // The leases run from here on, as far as this process knows.
+            let sent = Instant::now();
             let request = ClaimRequest {
                 type_tag: s.type_tag,
                 owner: &s.owner,
@@ -175,7 +177,11 @@ impl<B: Backend> Engine<B> {
             {
                 let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
                 for c in &claimed {
-                    held.insert(c.id.clone(), c.claim);
+                    let lease = Lease {
+                        claim: c.claim,
+                        from: sent,
+                    };
+                    held.insert(c.id.clone(), lease);
                 }
             }
             let count = claimed.len();
@@ -433,7 +439,7 @@ async fn flush<B: Backend>(
         {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
             for s in &batch {
-                if held.get(&s.id) == Some(&s.claim) {
+                if held.get(&s.id).map(|l| l.claim) == Some(s.claim) {
                     held.remove(&s.id);
                 }
             }

@@ -202,6 +202,7 @@ pub(crate) fn heartbeat<B: Backend>(
 /// One heartbeat of `workers`.
 async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clock) {
     let now = clock.database_now();
+    let sent = Instant::now();
     let held: Vec<Vec<Held>> = workers.iter().map(|s| s.held_snapshot()).collect();
     let beats: Vec<WorkerBeat<'_>> = workers
         .iter()
@@ -213,8 +214,16 @@ async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clo
             held,
         })
         .collect();
-    if let Err(e) = store.heartbeat(&beats, now).await {
-        tracing::warn!(error = %e, "cannot extend leases; held messages may be taken over");
+    match store.heartbeat(&beats, now).await {
+        Ok(()) => {
+            let answered = Instant::now();
+            for (s, held) in workers.iter().zip(&held) {
+                s.leases_renewed(held, sent, answered);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot extend leases; held messages may be taken over")
+        }
     }
     let tags: Vec<&str> = workers
         .iter()

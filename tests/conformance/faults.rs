@@ -1,0 +1,119 @@
+//! The database out of reach: a TCP proxy (tests/common/proxy.rs) between the worker and
+//! its database black-holes connections (a partition), resets them, or loses one reply.
+//! PostgreSQL and MariaDB only: SQLite is a file in the worker's own process, with no
+//! network to lose.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use outbox::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::{harness::Harness, proxy::Proxy};
+
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "faults.job")]
+pub struct Job {
+    pub n: i64,
+}
+
+/// Enqueues jobs `range` in one transaction.
+async fn enqueue<H: Harness>(h: &H, range: std::ops::Range<i64>) {
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in range {
+        let _ = Job { n }.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// Waits up to `limit` for `done`, failing the test with `what` after that.
+async fn until(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done().await {
+        assert!(Instant::now() < deadline, "no {what} within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+type Starts = Arc<Mutex<Vec<(i64, Instant)>>>;
+
+/// A worker with a batch of claimed messages in its buffer loses its database for 4 s (the
+/// proxy black-holes every connection): its heartbeat cannot extend the leases, so it
+/// starts no message once its lease may have run out by the worker's own clock (lease 1 s,
+/// heartbeat every 0.5 s); the messages it gave back and the rest are delivered once the
+/// database is back.
+pub async fn a_worker_cut_off_from_its_database_starts_nothing_whose_lease_ran_out<H: Harness>() {
+    const JOBS: i64 = 40;
+    let lease = Duration::from_secs(1);
+    let h = H::new().await;
+    let proxy = Proxy::for_url(&h.url()).await;
+    let cut = H::attach(&proxy.url(&h.url())).await;
+    enqueue(&h, 0..JOBS).await;
+    let starts: Starts = Arc::default();
+    let outbox = Outbox::with_state(cut.backend(), Arc::clone(&starts))
+        .register_with::<Job, _>(
+            |job: Job, ctx: MessageContext<Starts>| async move {
+                ctx.state().lock().unwrap().push((job.n, Instant::now()));
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok::<(), HandlerError>(())
+            },
+            QueueOptions::new()
+                .concurrency(1)
+                .batch_size(20)
+                .heartbeat_interval(lease / 2)
+                .missed_heartbeats(2),
+        )
+        .shutdown_timeout(Duration::from_millis(400));
+    let partition = Duration::from_secs(4);
+    let cut_at = Arc::new(Mutex::new(None));
+    outbox
+        .run_until({
+            let (starts, cut_at, proxy, h) = (Arc::clone(&starts), Arc::clone(&cut_at), &proxy, &h);
+            async move {
+                until("start", Duration::from_secs(30), async || {
+                    starts.lock().unwrap().len() >= 2
+                })
+                .await;
+                *cut_at.lock().unwrap() = Some(Instant::now());
+                proxy.black_hole();
+                tokio::time::sleep(partition).await;
+                proxy.forward();
+                until(
+                    "delivery of every job",
+                    Duration::from_secs(60),
+                    async || h.count_messages("faults.job").await == 0,
+                )
+                .await;
+            }
+        })
+        .await
+        .unwrap();
+    let cut_at = cut_at.lock().unwrap().unwrap();
+    let starts = starts.lock().unwrap().clone();
+    let late: Vec<(i64, Duration)> = starts
+        .iter()
+        .filter(|(_, at)| *at > cut_at + lease && *at < cut_at + partition)
+        .map(|(n, at)| (*n, *at - cut_at))
+        .collect();
+    let during = starts
+        .iter()
+        .filter(|(_, at)| *at > cut_at && *at < cut_at + partition)
+        .count();
+    println!(
+        "{}: {during} started in the first {partition:?} of the partition, {} of them after the \
+         lease ({lease:?}): {late:?}; {} starts for {JOBS} jobs",
+        H::NAME,
+        late.len(),
+        starts.len()
+    );
+    assert!(
+        late.is_empty(),
+        "started after their lease may have run out: {late:?}"
+    );
+    let mut started: Vec<i64> = starts.iter().map(|(n, _)| *n).collect();
+    started.sort();
+    started.dedup();
+    assert_eq!(started.len() as i64, JOBS, "every job ran");
+}
