@@ -117,3 +117,62 @@ pub async fn a_worker_cut_off_from_its_database_starts_nothing_whose_lease_ran_o
     started.dedup();
     assert_eq!(started.len() as i64, JOBS, "every job ran");
 }
+
+type Gate = Arc<(tokio::sync::Notify, tokio::sync::Notify)>;
+
+/// The reply to a settlement's `COMMIT` is lost (the proxy passes the `COMMIT` to the
+/// server, drops its answer and resets the connection): the worker cannot know the outcome,
+/// tries the settlement again and finds the message no longer running under its claim. It
+/// reads back where the message is (gone: delivered and deleted) and counts it as
+/// delivered, not as fenced.
+pub async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered<H: Harness>() {
+    let h = H::new().await;
+    let proxy = Proxy::for_url(&h.url()).await;
+    let cut = H::attach(&proxy.url(&h.url())).await;
+    enqueue(&h, 0..1).await;
+    // (started, go)
+    let gate: Gate = Arc::default();
+    let outbox = Outbox::with_state(cut.backend(), Arc::clone(&gate)).register_with::<Job, _>(
+        |_: Job, ctx: MessageContext<Gate>| async move {
+            let (started, go) = &**ctx.state();
+            started.notify_one();
+            go.notified().await;
+            Ok::<(), HandlerError>(())
+        },
+        // No heartbeat commits while the test runs (the first, as the worker starts, aside).
+        QueueOptions::new()
+            .concurrency(1)
+            .heartbeat_interval(Duration::from_secs(10)),
+    );
+    outbox
+        .run_until(async {
+            gate.0.notified().await;
+            // The worker's start-up writes (its first heartbeat, the claims) are done.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            proxy.lose_reply_after(b"COMMIT");
+            gate.1.notify_one();
+            until(
+                "the message's settlement",
+                Duration::from_secs(30),
+                async || h.count_messages("faults.job").await == 0,
+            )
+            .await;
+            // The worker counts once its retry of the settlement returns.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while outbox.delivery_counts().delivered == 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+        .await
+        .unwrap();
+    let counts = outbox.delivery_counts();
+    println!(
+        "{}: {} reply lost; delivered {}, {:?}",
+        H::NAME,
+        proxy.lost_replies(),
+        counts.delivered,
+        counts
+    );
+    assert_eq!(proxy.lost_replies(), 1, "the COMMIT's reply was lost");
+    assert_eq!(counts.delivered, 1, "counted as delivered: {counts:?}");
+}

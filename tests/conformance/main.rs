@@ -414,6 +414,10 @@ macro_rules! fault_tests {
                 faults::a_worker_cut_off_from_its_database_starts_nothing_whose_lease_ran_out::<H>()
                     .await
             }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered() {
+                faults::a_settlement_whose_commit_reply_was_lost_counts_as_delivered::<H>().await
+            }
         }
     };
 }

@@ -476,18 +476,25 @@ async fn write_settlements<B: Backend>(
 ) -> bool {
     let mut pause = Duration::from_millis(50);
     let mut refusals = 0;
+    // A try failed without the database's word on it (the connection broke, perhaps
+    // around the commit): it may have applied.
+    let mut unknown = false;
     loop {
         match shared
             .store
             .settle(&shared.settings.owner, batch, shared.clock.database_now())
             .await
         {
-            Ok(settled) => {
+            Ok(mut settled) => {
+                if unknown && !settled.fenced.is_empty() {
+                    read_back(shared, batch, &mut settled).await;
+                }
                 written(shared, batch, outcomes, &settled);
                 return true;
             }
             Err(e) => {
                 let refused = matches!(&e, Error::Database(sqlx::Error::Database(_)));
+                unknown |= !refused;
                 if refused {
                     refusals += 1;
                     if refusals >= SETTLE_TRIES {
@@ -507,6 +514,46 @@ async fn write_settlements<B: Backend>(
             }
         }
     }
+}
+
+/// `settled` (of `batch`, after an earlier try failed with its outcome unknown) names as
+/// fenced those settlements that earlier try may have applied: read back, those it did
+/// apply are not fenced (they count as written). Read back until the database answers:
+/// calling an applied settlement fenced would leave its outcome uncounted.
+async fn read_back<B: Backend>(shared: &Shared<B>, batch: &[Settlement], settled: &mut Settled) {
+    let fenced: HashSet<(&str, u32)> = settled
+        .fenced
+        .iter()
+        .map(|f| (f.id.as_str(), f.claim))
+        .collect();
+    let suspects: Vec<Settlement> = batch
+        .iter()
+        .filter(|s| fenced.contains(&(s.id.as_str(), s.claim)))
+        .cloned()
+        .collect();
+    let mut pause = Duration::from_millis(50);
+    let applied = loop {
+        match shared.store.applied_before(&suspects).await {
+            Ok(applied) => break applied,
+            Err(e) => {
+                tracing::debug!(
+                    message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                    "cannot read back message results; retrying"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
+            }
+        }
+    };
+    if applied.is_empty() {
+        return;
+    }
+    tracing::debug!(
+        message.type = shared.settings.type_tag, applied = applied.len(),
+        "results whose commit went unanswered were recorded after all"
+    );
+    settled.fenced.retain(|f| !applied.contains(f));
+    settled.applied += applied.len() as u64;
 }
 
 /// After `batch` was written: counts the outcome of every settlement that applied and logs
