@@ -149,7 +149,13 @@ pub async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered<H: Har
             gate.0.notified().await;
             // The worker's start-up writes (its first heartbeat, the claims) are done.
             tokio::time::sleep(Duration::from_millis(500)).await;
-            proxy.lose_reply_after(b"COMMIT");
+            // The statement `COMMIT` as the client sends it (PostgreSQL: a query message
+            // ending in NUL; MariaDB: a COM_QUERY packet, command byte 3).
+            let commit: &[u8] = match H::NAME {
+                "postgres" => b"COMMIT\0",
+                _ => b"\x03COMMIT",
+            };
+            proxy.lose_reply_after(commit);
             gate.1.notify_one();
             until(
                 "the message's settlement",
@@ -175,4 +181,80 @@ pub async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered<H: Har
     );
     assert_eq!(proxy.lost_replies(), 1, "the COMMIT's reply was lost");
     assert_eq!(counts.delivered, 1, "counted as delivered: {counts:?}");
+}
+
+/// The database becomes unreachable for 8 s (`reset`: every connection is reset at once and
+/// on every try; otherwise black-holed: a partition) while the worker has work: the worker
+/// says so in one WARN within 5 s, nothing else at WARN meanwhile, and one INFO once the
+/// database answers again; the messages enqueued meanwhile are delivered after it.
+pub async fn an_unreachable_database_is_one_warn_and_its_return_one_info<H: Harness>(reset: bool) {
+    let captured = super::captured::Captured::default();
+    let _log = tracing::subscriber::set_default(captured.subscriber("info"));
+    let h = H::new().await;
+    let proxy = Proxy::for_url(&h.url()).await;
+    let cut = H::attach(&proxy.url(&h.url())).await;
+    let outbox = Outbox::new(cut.backend()).register_with::<Job, _>(
+        |_: Job, _: MessageContext| async { Ok::<(), HandlerError>(()) },
+        QueueOptions::new().heartbeat_interval(Duration::from_secs(1)),
+    )
+    .shutdown_timeout(Duration::from_millis(500));
+    let outage = Duration::from_secs(8);
+    let mut logs = String::new();
+    let mut warned_after = None;
+    outbox
+        .run_until(async {
+            enqueue(&h, 0..10).await;
+            until("the first deliveries", Duration::from_secs(30), async || {
+                h.count_messages("faults.job").await == 0
+            })
+            .await;
+            let _ = captured.take();
+            let cut_at = Instant::now();
+            if reset {
+                proxy.reset();
+            } else {
+                proxy.black_hole();
+            }
+            enqueue(&h, 10..20).await;
+            while cut_at.elapsed() < outage {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                logs.push_str(&captured.take());
+                if warned_after.is_none() && logs.lines().any(|l| l.contains(" WARN ")) {
+                    warned_after = Some(cut_at.elapsed());
+                }
+            }
+            proxy.forward();
+            until("the deliveries after the outage", Duration::from_secs(60), async || {
+                h.count_messages("faults.job").await == 0
+            })
+            .await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            logs.push_str(&captured.take());
+        })
+        .await
+        .unwrap();
+    let warns: Vec<&str> = logs.lines().filter(|l| l.contains(" WARN ")).collect();
+    let back: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains(" INFO ") && l.contains("database answers again"))
+        .collect();
+    println!(
+        "{} ({}): first WARN after {warned_after:?}; {} WARN line(s) in {outage:?}, {} INFO on the return:\n{}",
+        H::NAME,
+        if reset { "reset" } else { "black hole" },
+        warns.len(),
+        back.len(),
+        warns.iter().take(5).copied().collect::<Vec<_>>().join("\n")
+    );
+    assert_eq!(warns.len(), 1, "one WARN for the outage:\n{logs}");
+    assert!(
+        warns[0].contains("cannot reach the database"),
+        "the WARN says the database is out of reach: {}",
+        warns[0]
+    );
+    assert!(
+        warned_after.is_some_and(|d| d <= Duration::from_secs(5)),
+        "the WARN came {warned_after:?} after the cut"
+    );
+    assert_eq!(back.len(), 1, "one INFO for the return:\n{logs}");
 }

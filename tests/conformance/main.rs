@@ -418,6 +418,17 @@ macro_rules! fault_tests {
             async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered() {
                 faults::a_settlement_whose_commit_reply_was_lost_counts_as_delivered::<H>().await
             }
+            // On the test's thread: its log is read back.
+            #[tokio::test]
+            async fn a_partitioned_database_is_one_warn_and_its_return_one_info() {
+                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(false)
+                    .await
+            }
+            #[tokio::test]
+            async fn a_database_that_resets_connections_is_one_warn_and_its_return_one_info() {
+                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(true)
+                    .await
+            }
         }
     };
 }
