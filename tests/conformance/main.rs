@@ -426,8 +426,7 @@ macro_rules! fault_tests {
             }
             #[tokio::test]
             async fn a_database_that_resets_connections_is_one_warn_and_its_return_one_info() {
-                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(true)
-                    .await
+                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(true).await
             }
         }
     };

@@ -50,7 +50,7 @@ use super::{
     hub::{Hub, Process},
     settle::SettleLayer,
     shared::{Lease, Shared},
-    WorkerSettings,
+    unreachable, WorkerSettings,
 };
 use crate::{
     counters::Outcome,
@@ -125,6 +125,7 @@ impl<B: Backend> Engine<B> {
             wake,
             idle: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            reach: Arc::clone(&hub.reach),
         });
         hub.join(&shared);
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
@@ -173,7 +174,7 @@ impl<B: Backend> Engine<B> {
                 now: shared.clock.database_now(),
                 lease: s.lease,
             };
-            let claimed = shared.store.claim(&request).await?;
+            let claimed = shared.reach.watch(shared.store.claim(&request)).await?;
             {
                 let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
                 for c in &claimed {
@@ -230,10 +231,18 @@ impl<B: Backend> Engine<B> {
                 self.backoff = (self.backoff * 2)
                     .max(MIN_CLAIM_BACKOFF)
                     .min(MAX_CLAIM_BACKOFF);
-                tracing::warn!(
-                    message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
-                    "cannot claim messages; trying again"
-                );
+                if unreachable(&e) {
+                    // Said once for the process (`Reach`).
+                    tracing::debug!(
+                        message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
+                        "cannot claim messages; trying again"
+                    );
+                } else {
+                    tracing::warn!(
+                        message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
+                        "cannot claim messages; trying again"
+                    );
+                }
                 // A wake-up does not cut the pause short: new messages do not mend the
                 // database.
                 let pause = self.backoff;
@@ -480,11 +489,11 @@ async fn write_settlements<B: Backend>(
     // around the commit): it may have applied.
     let mut unknown = false;
     loop {
-        match shared
-            .store
-            .settle(&shared.settings.owner, batch, shared.clock.database_now())
-            .await
-        {
+        let settle =
+            shared
+                .store
+                .settle(&shared.settings.owner, batch, shared.clock.database_now());
+        match shared.reach.watch(settle).await {
             Ok(mut settled) => {
                 if unknown && !settled.fenced.is_empty() {
                     read_back(shared, batch, &mut settled).await;
@@ -505,10 +514,17 @@ async fn write_settlements<B: Backend>(
                         return false;
                     }
                 }
-                tracing::warn!(
-                    message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
-                    count = batch.len(), "cannot record message results; retrying"
-                );
+                if !unreachable(&e) {
+                    tracing::warn!(
+                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                        count = batch.len(), "cannot record message results; retrying"
+                    );
+                } else {
+                    tracing::debug!(
+                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                        count = batch.len(), "cannot record message results; retrying"
+                    );
+                }
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
             }
@@ -533,7 +549,11 @@ async fn read_back<B: Backend>(shared: &Shared<B>, batch: &[Settlement], settled
         .collect();
     let mut pause = Duration::from_millis(50);
     let applied = loop {
-        match shared.store.applied_before(&suspects).await {
+        match shared
+            .reach
+            .watch(shared.store.applied_before(&suspects))
+            .await
+        {
             Ok(applied) => break applied,
             Err(e) => {
                 tracing::debug!(

@@ -25,17 +25,7 @@ pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(500);
 /// Whether `error` says the database could not be reached (the connection failed, broke or
 /// could not be had), rather than that it answered with a refusal.
 pub(crate) fn unreachable(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Database(
-            sqlx::Error::Io(_)
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::Protocol(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed
-        )
-    )
+    matches!(error, Error::Database(e) if crate::error::connection_failed(e))
 }
 
 /// What to say.
@@ -131,7 +121,8 @@ impl ReachState {
     }
 
     /// Whether the database was reported out of reach and has not answered since.
-    pub(crate) fn is_lost(&self) -> bool {
+    #[cfg(test)]
+    fn is_lost(&self) -> bool {
         self.lost_since.is_some()
     }
 }
@@ -162,7 +153,10 @@ impl Reach {
     }
 
     /// Runs `call` (one call to the database), noting whether it was answered.
-    pub(crate) async fn watch<T>(&self, call: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+    pub(crate) async fn watch<T>(
+        &self,
+        call: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
         self.with(|s| s.begin(Instant::now()));
         let mut pending = Pending {
             reach: self,
@@ -198,11 +192,6 @@ impl Reach {
                 "still cannot reach the database; the workers keep trying"
             ),
         }
-    }
-
-    /// Whether the database was reported out of reach and has not answered since.
-    pub(crate) fn is_lost(&self) -> bool {
-        self.with(|s| s.is_lost())
     }
 }
 
@@ -282,4 +271,20 @@ mod tests {
         r.abandoned();
         assert_eq!(r.check(t + ms(10_000)), None);
     }
+}
+
+/// Starts the loop that says when the process's database goes out of reach and comes
+/// back ([`Reach::check`] every [`CHECK_EVERY`]); it ends when `stopped` turns true.
+pub(crate) fn watch_reach(
+    reach: std::sync::Arc<Reach>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(CHECK_EVERY) => reach.check(),
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+        }
+    })
 }

@@ -59,6 +59,8 @@ pub(crate) struct Shared<B> {
     pub(super) idle: AtomicBool,
     /// Closing or closed: the process heartbeat leaves it out (it deregistered).
     pub(super) closed: AtomicBool,
+    /// Whether the process reaches its database (the hub's).
+    pub(super) reach: Arc<super::Reach>,
 }
 
 impl<B: Backend> Shared<B> {

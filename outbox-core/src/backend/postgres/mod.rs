@@ -122,6 +122,12 @@ impl PostgresBackend {
                             };
                             match received {
                                 Ok(n) => wakeups.notify(n.payload()),
+                                // A connection that broke is the database out of reach,
+                                // which the workers report once for the process.
+                                Err(e) if crate::error::connection_failed(&e) => {
+                                    tracing::debug!(error = %e, "lost the LISTEN connection; reopening it");
+                                    break true;
+                                }
                                 Err(e) => {
                                     tracing::warn!(error = %e, "lost the LISTEN connection; reopening it");
                                     break true;
@@ -138,6 +144,9 @@ impl PostgresBackend {
                             }
                             continue;
                         }
+                    }
+                    Err(e) if crate::error::connection_failed(&e) => {
+                        tracing::debug!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; the due probe finds them meanwhile");
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; the due probe finds them meanwhile");
