@@ -310,7 +310,8 @@ async fn blips_of_dropped_connections_at_high_concurrency_do_not_open_the_breake
                     sink.received().len() >= before + 30
                 })
                 .await;
-                assert!(busy, "mails flow between the blips");
+                let breakers = outbox.admin().breakers().await.unwrap();
+                assert!(busy, "mails flow between the blips; breakers: {breakers:?}");
                 proxy.reset();
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 proxy.forward();
