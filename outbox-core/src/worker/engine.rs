@@ -23,6 +23,10 @@
 //! Failure modes: a claim that fails is logged and tried again after a growing pause (the
 //! worker does not die); settlements that cannot be written are kept and retried, and if
 //! the process dies first the messages come back when their lease expires (at-least-once).
+//! A settlement whose try failed with its outcome unknown (the connection broke around its
+//! `COMMIT`) and that the next try finds fenced is read back before it is called fenced.
+//! A message whose lease may have run out by this process's clock (the heartbeat could not
+//! extend it) is given back instead of started (the settle layer checks as it starts).
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
