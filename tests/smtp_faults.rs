@@ -6,6 +6,8 @@
 //! circuit breaker's case, on every database: tests/conformance/outage.rs.)
 
 mod common;
+#[path = "common/proxy.rs"]
+mod proxy;
 #[path = "common/smtp_sink.rs"]
 mod smtp_sink;
 
@@ -277,4 +279,62 @@ async fn chaos_loses_nothing_duplicates_only_after_lost_replies_and_dead_letters
         to_gone.len(),
         refused_stateful.len()
     );
+}
+
+/// A working server behind a flaky network: at concurrency 16, a proxy between the worker
+/// and the server resets every connection for 50 ms, three times, while 300 mails go out.
+/// Each blip drops several concurrent attempts at once ("down" failures in a row), but the
+/// server answers the next ones: no outage, so the circuit breaker never opens, and every
+/// mail arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blips_of_dropped_connections_at_high_concurrency_do_not_open_the_breaker() {
+    const MESSAGES: usize = 300;
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let proxy = proxy::Proxy::start(([127, 0, 0, 1], sink.port).into()).await;
+    let db = TestDb::new().await;
+    let config = SmtpConfig::new("127.0.0.1")
+        .port(proxy.port)
+        .pool_size(16)
+        .command_timeout(Duration::from_secs(2));
+    let mailer = Mailer::new(MailerConfig::smtp(config)).unwrap();
+    let outbox = Outbox::new(db.backend())
+        .retention(Retention::keep_for(Duration::from_secs(3600)))
+        .register_with::<Email, _>(mailer.handler(), QueueOptions::new().concurrency(16));
+    let emails: Vec<Email> = (0..MESSAGES).map(|i| email(i, "example.com")).collect();
+    enqueue(&db, &emails, 25).await;
+    outbox
+        .run_until(async {
+            for _ in 0..3 {
+                let before = sink.received().len();
+                let busy = eventually(Duration::from_secs(30), || async {
+                    sink.received().len() >= before + 30
+                })
+                .await;
+                let breakers = outbox.admin().breakers().await.unwrap();
+                assert!(busy, "mails flow between the blips; breakers: {breakers:?}");
+                proxy.reset();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                proxy.forward();
+            }
+            let settled = eventually(Duration::from_secs(120), || async {
+                unsettled(&db).await == 0
+            })
+            .await;
+            assert!(settled, "{} mails still queued", unsettled(&db).await);
+        })
+        .await
+        .unwrap();
+    let breakers = outbox.admin().breakers().await.unwrap();
+    let opened: u64 = breakers.iter().map(|b| b.times_opened).sum();
+    let mut to: Vec<String> = sink.received().iter().map(|r| r.rcpt[0].clone()).collect();
+    to.sort();
+    to.dedup();
+    println!(
+        "{} connections, {} mails arrived ({} distinct); breaker opened {opened} time(s): {breakers:?}",
+        proxy.accepted(),
+        sink.received().len(),
+        to.len()
+    );
+    assert_eq!(opened, 0, "a flaky network is no outage: {breakers:?}");
+    assert_eq!(to.len(), MESSAGES, "every mail arrived");
 }

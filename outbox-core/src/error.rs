@@ -415,3 +415,17 @@ macro_rules! __debug_as_display {
 }
 
 __debug_as_display!(EnqueueError, Error);
+
+/// Whether `error` says the database could not be reached (the connection failed, broke or
+/// could not be had), rather than that it answered (with rows or a refusal).
+pub(crate) fn connection_failed(error: &sqlx::Error) -> bool {
+    matches!(
+        error,
+        sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+    )
+}

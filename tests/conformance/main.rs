@@ -10,6 +10,8 @@ mod cases;
 mod cron;
 mod failed_enqueue;
 mod fan_out;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod faults;
 mod groups;
 mod harness;
 #[cfg(feature = "postgres")]
@@ -18,6 +20,8 @@ mod layers;
 mod many_types;
 mod outage;
 mod processes;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod shaping;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
@@ -420,4 +424,42 @@ mod diesel_closure {
         >(|url| url)
         .await
     }
+}
+
+/// The database out of reach (a proxy between worker and server), per networked database.
+/// (SQLite has no network to lose.)
+macro_rules! fault_tests {
+    ($backend:ident, $harness:ty, $feature:literal) => {
+        #[cfg(feature = $feature)]
+        mod $backend {
+            use super::{faults, harness};
+            type H = $harness;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_worker_cut_off_from_its_database_starts_nothing_whose_lease_ran_out() {
+                faults::a_worker_cut_off_from_its_database_starts_nothing_whose_lease_ran_out::<H>()
+                    .await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_settlement_whose_commit_reply_was_lost_counts_as_delivered() {
+                faults::a_settlement_whose_commit_reply_was_lost_counts_as_delivered::<H>().await
+            }
+            // On the test's thread: its log is read back.
+            #[tokio::test]
+            async fn a_partitioned_database_is_one_warn_and_its_return_one_info() {
+                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(false)
+                    .await
+            }
+            #[tokio::test]
+            async fn a_database_that_resets_connections_is_one_warn_and_its_return_one_info() {
+                faults::an_unreachable_database_is_one_warn_and_its_return_one_info::<H>(true).await
+            }
+        }
+    };
+}
+mod faults_on {
+    #[allow(unused_imports)]
+    use super::{faults, harness};
+    fault_tests!(postgres, harness::PostgresHarness, "postgres");
+    fault_tests!(mysql, harness::MySqlHarness, "mysql");
 }

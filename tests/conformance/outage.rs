@@ -106,11 +106,12 @@ fn logs_of(children: Vec<Child>) -> String {
 /// mails wait. The breaker opens once (one WARN across both processes, with the reason,
 /// and no other WARN), each mail is charged at most one attempt by the outage (the failed
 /// probes aside; in all, at most what was running when it opened), nothing is dead-lettered, the breaker closes once (one INFO) and every
-/// mail arrives exactly once within 2 s of the server's return.
+/// mail arrives exactly once within 5 s of the server's return.
 ///
-/// Timing: the outage starts as the mails are enqueued, so the breaker opens within
-/// moments of it; probes run 1, 3, 7, 15 and 31 s after the opening (1 s doubling), so
-/// the first probe after the 30 s outage is the fifth, about 1 s after the return.
+/// Timing: the outage starts as the mails are enqueued; the breaker opens once the failures
+/// in a row have lasted a second (the mails that failed meanwhile wait 1 s without using an
+/// attempt); probes run 1, 3, 7, 15 and 31 s after the opening (1 s doubling), so the first
+/// probe after the 30 s outage is the fifth, about 2 s after the return.
 pub async fn an_smtp_outage_opens_one_breaker_across_two_processes<H: Harness>() {
     let sink = SmtpSink::start(SinkOptions::default()).await;
     let h = H::new().await;
@@ -192,7 +193,7 @@ pub async fn an_smtp_outage_opens_one_breaker_across_two_processes<H: Harness>()
     expected.sort();
     assert_eq!(to, expected, "each mail exactly once");
     assert!(
-        after_return <= Duration::from_secs(2),
+        after_return <= Duration::from_secs(5),
         "everything delivered {after_return:?} after the server's return"
     );
     // A mail's attempts: the delivery, at most one failure from the outage, and the

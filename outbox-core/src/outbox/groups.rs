@@ -41,7 +41,12 @@ pub(super) async fn fire_once<B: Backend>(backend: &B, clock: &dyn Clock) -> usi
             fired.len()
         }
         Err(e) => {
-            tracing::warn!(error = %e, "cannot fire the completion hooks of finished groups");
+            if crate::worker::unreachable(&e) {
+                // Said once for the process (`Reach`).
+                tracing::debug!(error = %e, "cannot fire the completion hooks of finished groups");
+            } else {
+                tracing::warn!(error = %e, "cannot fire the completion hooks of finished groups");
+            }
             0
         }
     }

@@ -16,7 +16,7 @@ use crate::{
     clock::Clock,
     layers::{breaker::BreakerSwitch, pause::PauseSwitch},
     store::{Backend, GROUP_PAUSE_POLL},
-    worker::Hub,
+    worker::{unreachable, Hub},
 };
 
 /// What the process steers by the shared rows: the pause switch of each type, the paused
@@ -62,8 +62,18 @@ impl<B: Backend> Steer<B> {
     /// the next read.
     pub(super) async fn read_once(&self, backend: &B, clock: &dyn Clock) -> Duration {
         let versions = breakers::versions(&self.breakers);
-        let steering = match backend.steering(clock.database_now()).await {
+        let steering = match self
+            .hub
+            .reach
+            .watch(backend.steering(clock.database_now()))
+            .await
+        {
             Ok(steering) => steering,
+            Err(e) if unreachable(&e) => {
+                // Said once for the process (`Reach`).
+                tracing::debug!(error = %e, "cannot read the paused types, groups and circuit breakers; keeping the last known state");
+                return GROUP_PAUSE_POLL;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the paused types, groups and circuit breakers; keeping the last known state");
                 return GROUP_PAUSE_POLL;

@@ -27,8 +27,8 @@ use crate::{
     },
     store::{Backend, Retention, UnregisteredType},
     worker::{
-        heartbeat, supervise, watch_due, Dispatch, Hub, IdlePoll, Process, WorkerNames,
-        WorkerSettings,
+        heartbeat, supervise, watch_due, watch_reach, Dispatch, Hub, IdlePoll, Process,
+        WorkerNames, WorkerSettings,
     },
 };
 
@@ -306,6 +306,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 Arc::clone(&self.clock),
                 stopped.clone(),
             ),
+            watch_reach(Arc::clone(&hub.reach), stopped.clone()),
             watch_due(
                 Arc::clone(&hub),
                 self.backend.clone(),

@@ -118,6 +118,7 @@ macro_rules! port_suite {
             settle::release_keeps_due_time_and_place,
             settle::bury_moves_to_the_dead_letters,
             settle::stale_claims_are_fenced,
+            settle::applied_before_finds_what_a_lost_commit_applied,
             settle::mixed_batch_counts_exactly,
             settle::a_partly_fenced_batch_names_the_fenced,
             settle::a_fenced_bury_writes_no_dead_letter,

@@ -628,3 +628,52 @@ pub async fn attempt_log_keeps_the_last_entries<H: PortHarness>(h: &H) {
         (failures + 1, "last")
     );
 }
+
+/// After a try of a batch failed with its outcome unknown, `applied_before` tells which of
+/// its settlements that try applied: every kind settled under its claim is found (a
+/// delete or a bury by the message gone from the queue, the others by the state they
+/// left under the same claim); a settlement whose message was rescued and claimed again,
+/// or only rescued (back in the queue with the rescue's error), is not.
+pub async fn applied_before_finds_what_a_lost_commit_applied<H: PortHarness>(h: &H) {
+    let t = "port_applied_before";
+    let rows: Vec<_> = (0..7).map(|n| message(t, n)).collect();
+    insert(h, &rows).await;
+    let b = h.backend();
+    let c = claim(h, t, "w1", 10, at(0)).await;
+    assert_eq!(c.len(), 7);
+    let mut kinds: Vec<Settle> = every_kind().into();
+    kinds.push(Settle::Suppressed {
+        reason: "suppressed: bounced".into(),
+    });
+    let applied: Vec<_> = c
+        .iter()
+        .zip(&kinds)
+        .map(|(c, k)| settlement(c, k.clone()))
+        .collect();
+    let settled = b.settle("w1", &applied, Now::At(at(10))).await.unwrap();
+    assert_eq!(settled.applied, 6);
+    // The seventh: its lease expired and it was rescued (back in the queue under the
+    // same claim, with the rescue's error), so a retry of it did not apply.
+    let rescued = settlement(
+        &c[6],
+        Settle::Retry {
+            due: Due::After(Duration::from_secs(60)),
+            error: "failed".into(),
+            give_back_attempt: false,
+        },
+    );
+    let expired = at(0) + LEASE + Duration::from_millis(1);
+    assert_eq!(b.rescue_expired(&[t], Now::At(expired)).await.unwrap(), 1);
+    let mut asked = applied.clone();
+    asked.push(rescued.clone());
+    let found = b.applied_before(&asked).await.unwrap();
+    let expected: Vec<Fenced> = applied.iter().map(Fenced::of).collect();
+    assert_eq!(
+        found, expected,
+        "every kind applied is found; the rescued one is not"
+    );
+    // Claimed again by another worker: the old claim's settlement is not found either.
+    let again = claim(h, t, "w2", 10, expired).await;
+    assert!(ids(&again).contains(&c[6].id));
+    assert!(b.applied_before(&[rescued]).await.unwrap().is_empty());
+}

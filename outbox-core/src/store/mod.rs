@@ -139,6 +139,18 @@ pub trait QueueStore: Send + Sync + 'static {
         now: Now,
     ) -> BoxFuture<'a, Result<Settled, Error>>;
 
+    /// Of `settlements`, which a later try reported fenced after an earlier try of the same
+    /// batch failed with its outcome unknown (the connection broke around the commit):
+    /// those the earlier try applied after all, read back from where their messages are
+    /// now (gone from the queue after a delete or a move to the dead letters; or still
+    /// under the same claim with the state the settlement gives). One read, only after
+    /// such a failure; a message an operator cancelled in that instant may be taken for
+    /// delivered.
+    fn applied_before<'a>(
+        &'a self,
+        settlements: &'a [Settlement],
+    ) -> BoxFuture<'a, Result<Vec<Fenced>, Error>>;
+
     /// Records that the workers of `beats` are alive (registering them if new) and extends
     /// the leases of the messages each holds to its lease from `now`, each only while that
     /// worker holds the claim named ([`Held::claim`]). One process sends one heartbeat for

@@ -23,6 +23,10 @@
 //! Failure modes: a claim that fails is logged and tried again after a growing pause (the
 //! worker does not die); settlements that cannot be written are kept and retried, and if
 //! the process dies first the messages come back when their lease expires (at-least-once).
+//! A settlement whose try failed with its outcome unknown (the connection broke around its
+//! `COMMIT`) and that the next try finds fenced is read back before it is called fenced.
+//! A message whose lease may have run out by this process's clock (the heartbeat could not
+//! extend it) is given back instead of started (the settle layer checks as it starts).
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -49,8 +53,8 @@ use super::{
     claim_size::ClaimSize,
     hub::{Hub, Process},
     settle::SettleLayer,
-    shared::Shared,
-    WorkerSettings,
+    shared::{Lease, Shared},
+    unreachable, WorkerSettings,
 };
 use crate::{
     counters::Outcome,
@@ -125,6 +129,7 @@ impl<B: Backend> Engine<B> {
             wake,
             idle: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            reach: Arc::clone(&hub.reach),
         });
         hub.join(&shared);
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
@@ -164,6 +169,8 @@ impl<B: Backend> Engine<B> {
         self.size.claim_started(buffered);
         self.claim = Some(Box::pin(async move {
             let s = &shared.settings;
+            // The leases run from here on, as far as this process knows.
+            let sent = Instant::now();
             let request = ClaimRequest {
                 type_tag: s.type_tag,
                 owner: &s.owner,
@@ -171,11 +178,15 @@ impl<B: Backend> Engine<B> {
                 now: shared.clock.database_now(),
                 lease: s.lease,
             };
-            let claimed = shared.store.claim(&request).await?;
+            let claimed = shared.reach.watch(shared.store.claim(&request)).await?;
             {
                 let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
                 for c in &claimed {
-                    held.insert(c.id.clone(), c.claim);
+                    let lease = Lease {
+                        claim: c.claim,
+                        from: sent,
+                    };
+                    held.insert(c.id.clone(), lease);
                 }
             }
             let count = claimed.len();
@@ -224,10 +235,18 @@ impl<B: Backend> Engine<B> {
                 self.backoff = (self.backoff * 2)
                     .max(MIN_CLAIM_BACKOFF)
                     .min(MAX_CLAIM_BACKOFF);
-                tracing::warn!(
-                    message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
-                    "cannot claim messages; trying again"
-                );
+                if unreachable(&e) {
+                    // Said once for the process (`Reach`).
+                    tracing::debug!(
+                        message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
+                        "cannot claim messages; trying again"
+                    );
+                } else {
+                    tracing::warn!(
+                        message.type = self.shared.settings.type_tag, error = %e, retry_in = ?self.backoff,
+                        "cannot claim messages; trying again"
+                    );
+                }
                 // A wake-up does not cut the pause short: new messages do not mend the
                 // database.
                 let pause = self.backoff;
@@ -435,7 +454,7 @@ async fn flush<B: Backend>(
         {
             let mut held = shared.held.lock().unwrap_or_else(|e| e.into_inner());
             for s in &batch {
-                if held.get(&s.id) == Some(&s.claim) {
+                if held.get(&s.id).map(|l| l.claim) == Some(s.claim) {
                     held.remove(&s.id);
                 }
             }
@@ -472,18 +491,25 @@ async fn write_settlements<B: Backend>(
 ) -> bool {
     let mut pause = Duration::from_millis(50);
     let mut refusals = 0;
+    // A try failed without the database's word on it (the connection broke, perhaps
+    // around the commit): it may have applied.
+    let mut unknown = false;
     loop {
-        match shared
-            .store
-            .settle(&shared.settings.owner, batch, shared.clock.database_now())
-            .await
-        {
-            Ok(settled) => {
+        let settle =
+            shared
+                .store
+                .settle(&shared.settings.owner, batch, shared.clock.database_now());
+        match shared.reach.watch(settle).await {
+            Ok(mut settled) => {
+                if unknown && !settled.fenced.is_empty() {
+                    read_back(shared, batch, &mut settled).await;
+                }
                 written(shared, batch, outcomes, &settled);
                 return true;
             }
             Err(e) => {
                 let refused = matches!(&e, Error::Database(sqlx::Error::Database(_)));
+                unknown |= !refused;
                 if refused {
                     refusals += 1;
                     if refusals >= SETTLE_TRIES {
@@ -494,15 +520,66 @@ async fn write_settlements<B: Backend>(
                         return false;
                     }
                 }
-                tracing::warn!(
-                    message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
-                    count = batch.len(), "cannot record message results; retrying"
-                );
+                if !unreachable(&e) {
+                    tracing::warn!(
+                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                        count = batch.len(), "cannot record message results; retrying"
+                    );
+                } else {
+                    tracing::debug!(
+                        message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                        count = batch.len(), "cannot record message results; retrying"
+                    );
+                }
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
             }
         }
     }
+}
+
+/// `settled` (of `batch`, after an earlier try failed with its outcome unknown) names as
+/// fenced those settlements that earlier try may have applied: read back, those it did
+/// apply are not fenced (they count as written). Read back until the database answers:
+/// calling an applied settlement fenced would leave its outcome uncounted.
+async fn read_back<B: Backend>(shared: &Shared<B>, batch: &[Settlement], settled: &mut Settled) {
+    let fenced: HashSet<(&str, u32)> = settled
+        .fenced
+        .iter()
+        .map(|f| (f.id.as_str(), f.claim))
+        .collect();
+    let suspects: Vec<Settlement> = batch
+        .iter()
+        .filter(|s| fenced.contains(&(s.id.as_str(), s.claim)))
+        .cloned()
+        .collect();
+    let mut pause = Duration::from_millis(50);
+    let applied = loop {
+        match shared
+            .reach
+            .watch(shared.store.applied_before(&suspects))
+            .await
+        {
+            Ok(applied) => break applied,
+            Err(e) => {
+                tracing::debug!(
+                    message.type = shared.settings.type_tag, error = %e, retry_in = ?pause,
+                    "cannot read back message results; retrying"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_CLAIM_BACKOFF);
+            }
+        }
+    };
+    if applied.is_empty() {
+        return;
+    }
+    tracing::debug!(
+        message.type = shared.settings.type_tag, applied = applied.len(),
+        "results whose commit went unanswered were recorded after all"
+    );
+    settled.fenced.retain(|f| !applied.contains(f));
+    settled.applied += applied.len() as u64;
 }
 
 /// After `batch` was written: counts the outcome of every settlement that applied and logs

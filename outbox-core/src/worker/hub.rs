@@ -16,7 +16,11 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::{idle_poll::IdlePoll, shared::Shared};
+use super::{
+    idle_poll::IdlePoll,
+    reach::{unreachable, Reach},
+    shared::Shared,
+};
 use crate::{
     clock::Clock,
     layers::pause::PausedGroups,
@@ -50,6 +54,8 @@ pub(crate) struct Hub<B> {
     joined: Notify,
     /// The paused groups, as the process last read them.
     pub(crate) paused_groups: Arc<PausedGroups>,
+    /// Whether the process reaches its database.
+    pub(crate) reach: Arc<Reach>,
 }
 
 impl<B: Backend> Hub<B> {
@@ -60,6 +66,7 @@ impl<B: Backend> Hub<B> {
             activity: Notify::new(),
             joined: Notify::new(),
             paused_groups: Arc::new(PausedGroups::default()),
+            reach: Arc::default(),
         })
     }
 
@@ -154,7 +161,11 @@ pub(crate) fn watch_due<B: Backend>(
                 continue;
             }
             let tags: Vec<&str> = idle.iter().map(|s| s.settings.type_tag).collect();
-            match store.due_types(&tags, clock.database_now()).await {
+            match hub
+                .reach
+                .watch(store.due_types(&tags, clock.database_now()))
+                .await
+            {
                 Ok(due) => {
                     poll.probed(!due.is_empty());
                     for s in idle
@@ -167,7 +178,11 @@ pub(crate) fn watch_due<B: Backend>(
                 }
                 Err(e) => {
                     poll.probed(false);
-                    tracing::warn!(error = %e, retry_in = ?poll.wait(), "cannot ask which message types have due messages");
+                    if unreachable(&e) {
+                        tracing::debug!(error = %e, retry_in = ?poll.wait(), "cannot ask which message types have due messages");
+                    } else {
+                        tracing::warn!(error = %e, retry_in = ?poll.wait(), "cannot ask which message types have due messages");
+                    }
                 }
             }
         }
@@ -196,14 +211,15 @@ pub(crate) fn heartbeat<B: Backend>(
             if workers.is_empty() {
                 continue;
             }
-            beat(&workers, &store, clock.as_ref()).await;
+            beat(&workers, &store, clock.as_ref(), &hub.reach).await;
         }
     })
 }
 
 /// One heartbeat of `workers`.
-async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clock) {
+async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clock, reach: &Reach) {
     let now = clock.database_now();
+    let sent = Instant::now();
     let held: Vec<Vec<Held>> = workers.iter().map(|s| s.held_snapshot()).collect();
     let beats: Vec<WorkerBeat<'_>> = workers
         .iter()
@@ -215,8 +231,19 @@ async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clo
             held,
         })
         .collect();
-    if let Err(e) = store.heartbeat(&beats, now).await {
-        tracing::warn!(error = %e, "cannot extend leases; held messages may be taken over");
+    match reach.watch(store.heartbeat(&beats, now)).await {
+        Ok(()) => {
+            let answered = Instant::now();
+            for (s, held) in workers.iter().zip(&held) {
+                s.leases_renewed(held, sent, answered);
+            }
+        }
+        // Out of reach: said once for the process (`Reach`); the workers meanwhile start
+        // nothing whose lease may have run out.
+        Err(e) if unreachable(&e) => tracing::debug!(error = %e, "cannot extend leases"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot extend leases; held messages may be taken over")
+        }
     }
     let tags: Vec<&str> = workers
         .iter()
@@ -224,7 +251,7 @@ async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clo
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    match store.rescue_expired(&tags, now).await {
+    match reach.watch(store.rescue_expired(&tags, now)).await {
         Ok(0) => {}
         Ok(n) => {
             tracing::warn!(
@@ -233,6 +260,7 @@ async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clo
             );
             workers.iter().for_each(|s| s.wake.notify_one());
         }
+        Err(e) if unreachable(&e) => tracing::debug!(error = %e, "cannot rescue expired leases"),
         Err(e) => tracing::warn!(error = %e, "cannot rescue expired leases"),
     }
     for s in workers {

@@ -78,6 +78,21 @@ where
     }
 
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
+        // Called once the whole chain is ready (a concurrency slot is free): the message
+        // starts now, unless its lease may have run out while it waited (the heartbeat
+        // could not extend it: the database is out of reach).
+        if !self.shared.may_start(&task.args) {
+            self.shared.not_started(&task.args);
+            tracing::debug!(
+                message.type = self.shared.settings.type_tag, message.id = %task.args.id,
+                "not started: its lease could not be extended and may have run out; given back"
+            );
+            let deferred = Deferred {
+                until: None,
+                reason: "its lease may have run out".into(),
+            };
+            return Box::pin(std::future::ready(Err(Box::new(deferred) as BoxError)));
+        }
         let (id, attempt, claim) = (task.args.id.clone(), task.args.attempt, task.args.claim);
         let grouped = task.args.group.is_some();
         // A message put back for want of a token goes back to the buffer's front.

@@ -21,6 +21,15 @@ use crate::{
     store::{Backend, Claimed, Held, Settle, Settlement},
 };
 
+/// A message a worker holds: the claim it holds it under, and when its lease last ran from
+/// by this process's monotonic clock (when its claim, or the last heartbeat that extended
+/// it, was sent: never later than the database's start of the lease).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub(crate) claim: u32,
+    pub(crate) from: Instant,
+}
+
 /// State shared by the worker's stream, its flusher, its settle layer and the process's
 /// due probe and heartbeat.
 pub(crate) struct Shared<B> {
@@ -30,9 +39,9 @@ pub(crate) struct Shared<B> {
     pub(crate) clock: Arc<dyn Clock>,
     /// Claimed, not yet started, with when they were claimed.
     pub(super) buffer: Mutex<VecDeque<(Claimed, Instant)>>,
-    /// Every message claimed and not yet taken by the flusher, by id → claim: the leases
-    /// the heartbeat extends.
-    pub(super) held: Mutex<HashMap<MessageId, u32>>,
+    /// Every message claimed and not yet taken by the flusher, by id: the leases the
+    /// heartbeat extends.
+    pub(super) held: Mutex<HashMap<MessageId, Lease>>,
     /// Signalled after each batch the flusher wrote (a clean stop waits for the last).
     pub(super) all_settled: Notify,
     /// Attempts handed to the service and not yet reported to the flusher.
@@ -50,6 +59,8 @@ pub(crate) struct Shared<B> {
     pub(super) idle: AtomicBool,
     /// Closing or closed: the process heartbeat leaves it out (it deregistered).
     pub(super) closed: AtomicBool,
+    /// Whether the process reaches its database (the hub's).
+    pub(super) reach: Arc<super::Reach>,
 }
 
 impl<B: Backend> Shared<B> {
@@ -97,11 +108,49 @@ impl<B: Backend> Shared<B> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(id, claim)| Held {
+            .map(|(id, lease)| Held {
                 id: id.clone(),
-                claim: *claim,
+                claim: lease.claim,
             })
             .collect()
+    }
+
+    /// A heartbeat sent at `sent` and answered at `answered` extended the leases of
+    /// `renewed` (those still held under the same claim): they run from `sent` on. A lease
+    /// that had run out by `answered` is left as it was: the heartbeat extends only what
+    /// the database still leased to this worker, and such a message may have been taken
+    /// over.
+    pub(super) fn leases_renewed(&self, renewed: &[Held], sent: Instant, answered: Instant) {
+        let lease = self.settings.lease;
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for h in renewed {
+            if let Some(l) = held.get_mut(&h.id).filter(|l| l.claim == h.claim) {
+                if answered.saturating_duration_since(l.from) < lease {
+                    l.from = l.from.max(sent);
+                }
+            }
+        }
+    }
+
+    /// Whether `claimed` may start now: more than half a heartbeat interval of its lease is
+    /// left by this process's clock. A heartbeat renews every lease once an interval, so a
+    /// live worker's messages always have more left; a worker cut off from its database
+    /// starts nothing that another worker may have taken over meanwhile.
+    pub(crate) fn may_start(&self, claimed: &Claimed) -> bool {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(lease) = held.get(&claimed.id).filter(|l| l.claim == claimed.claim) else {
+            return true;
+        };
+        let s = &self.settings;
+        let usable = s.lease.saturating_sub(s.heartbeat_interval / 2);
+        lease.from.elapsed() < usable
+    }
+
+    /// A message handed to the service did not start (see [`Shared::may_start`]): it goes
+    /// back to the queue unchanged.
+    pub(crate) fn not_started(&self, claimed: &Claimed) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.release(claimed);
     }
 
     pub(super) fn held_count(&self) -> usize {

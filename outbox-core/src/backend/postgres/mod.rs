@@ -139,6 +139,12 @@ impl PostgresBackend {
                             };
                             match received {
                                 Ok(n) => wakeups.notify(n.payload()),
+                                // A connection that broke is the database out of reach,
+                                // which the workers report once for the process.
+                                Err(e) if crate::error::connection_failed(&e) => {
+                                    tracing::debug!(error = %e, "lost the LISTEN connection; reopening it");
+                                    break true;
+                                }
                                 Err(e) => {
                                     tracing::warn!(error = %e, "lost the LISTEN connection; reopening it");
                                     break true;
@@ -155,6 +161,9 @@ impl PostgresBackend {
                             }
                             continue;
                         }
+                    }
+                    Err(e) if crate::error::connection_failed(&e) => {
+                        tracing::debug!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; the due probe finds them meanwhile");
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?pause, "cannot LISTEN for new messages; the due probe finds them meanwhile");
@@ -176,6 +185,7 @@ static QUERIES: Queries = Queries {
     settle_release: include_str!("queries/settle_release.sql"),
     settle_bury: &[include_str!("queries/settle_bury.sql")],
     settle_owned: include_str!("queries/settle_owned.sql"),
+    settle_read_back: include_str!("queries/settle_read_back.sql"),
     worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
     worker_delete: include_str!("queries/worker_delete.sql"),
     extend_leases: include_str!("queries/extend_leases.sql"),

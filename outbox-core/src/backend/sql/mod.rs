@@ -20,7 +20,7 @@ mod shaping;
 mod suppressions;
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     time::{Duration, SystemTime},
 };
 
@@ -37,7 +37,7 @@ use crate::{
         BucketState, CancelledGroup, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter,
         DeadLetterStore, Fenced, GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage,
         LiveMessageDetail, LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore,
-        RateBucketStore, RateLimit, Requeued, Settled, Settlement, StatsStore, Steering,
+        RateBucketStore, RateLimit, Requeued, Settle, Settled, Settlement, StatsStore, Steering,
         TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, WorkerBeat, WorkersSeen,
     },
 };
@@ -192,6 +192,9 @@ pub struct Queries {
     /// Which of a batch's claims are still leased to the settling worker, locked until
     /// the transaction ends (only when a batch was partly fenced).
     pub settle_owned: &'static str,
+    /// Where a batch's messages are now (id, claims, status, last error), read back after
+    /// a settlement commit went unanswered.
+    pub settle_read_back: &'static str,
     /// Registry row of a worker.
     pub worker_heartbeat: &'static str,
     /// Removes a worker from the registry.
@@ -655,6 +658,49 @@ impl<D: Dialect> QueueStore for D {
                 })
             })
             .await
+        })
+    }
+
+    fn applied_before<'a>(
+        &'a self,
+        settlements: &'a [Settlement],
+    ) -> BoxFuture<'a, Result<Vec<Fenced>, Error>> {
+        Box::pin(async move {
+            if settlements.is_empty() {
+                return Ok(Vec::new());
+            }
+            let claims = claims_json(settlements)?;
+            let rows = self
+                .fetch(None, self.queries().settle_read_back, &[Arg::Text(&claims)])
+                .await?;
+            let mut now_at: HashMap<String, (i64, String, Option<String>)> = HashMap::new();
+            for row in &rows {
+                now_at.insert(row.text(0)?, (row.int(1)?, row.text(2)?, row.opt_text(3)?));
+            }
+            let applied = settlements.iter().filter(|s| {
+                let Some((claims, status, last_error)) = now_at.get(s.id.as_str()) else {
+                    // Gone from the queue: deleted as delivered, or moved to the dead letters.
+                    return matches!(
+                        s.settle,
+                        Settle::Done { keep: false, .. } | Settle::Bury { .. }
+                    );
+                };
+                // Claimed again since: not this settlement's doing.
+                if *claims != i64::from(s.claim) {
+                    return false;
+                }
+                match &s.settle {
+                    Settle::Done { keep: true, .. } => status == "done",
+                    Settle::Suppressed { .. } => status == "suppressed",
+                    // A rescue also puts it back (with its own error text).
+                    Settle::Retry { error, .. } => {
+                        status == "queued" && last_error.as_deref() == Some(error.as_str())
+                    }
+                    Settle::Release => status == "queued",
+                    Settle::Done { keep: false, .. } | Settle::Bury { .. } => false,
+                }
+            });
+            Ok(applied.map(Fenced::of).collect())
         })
     }
 

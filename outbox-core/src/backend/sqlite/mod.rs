@@ -126,6 +126,7 @@ static QUERIES: Queries = Queries {
         include_str!("queries/settle_delete.sql"),
     ],
     settle_owned: include_str!("queries/settle_owned.sql"),
+    settle_read_back: include_str!("queries/settle_read_back.sql"),
     worker_heartbeat: include_str!("queries/worker_heartbeat.sql"),
     worker_delete: include_str!("queries/worker_delete.sql"),
     extend_leases: include_str!("queries/extend_leases.sql"),

@@ -10,7 +10,8 @@ pub(crate) const MAX_BREAKER_NAME_LEN: usize = 255;
 /// On by default for every type: a handler that returns
 /// [`HandlerError::down`](crate::HandlerError::down) (the SMTP mailer does for refused
 /// connections, TLS, EHLO and AUTH failures, dropped connections and `421` replies)
-/// three times in a row opens the breaker named by the handler's
+/// three times in a row, over at least a second with no answer from the downstream
+/// between them, opens the breaker named by the handler's
 /// [`downstream`](crate::Handler::downstream) (the mailer names its relay), or by the
 /// message type when the handler names none. While it is open, no process starts the
 /// types it guards; one probe message at a time tests the downstream, 1 s after it opened
@@ -49,8 +50,8 @@ impl Default for Breaker {
 
 impl Breaker {
     /// The default: on, named by the handler's downstream or else by the message type;
-    /// opens after 3 "down" failures in a row; probes 1 s after opening, then at doubling
-    /// intervals up to 1 min.
+    /// opens after 3 "down" failures in a row that lasted at least 1 s; probes 1 s after
+    /// opening, then at doubling intervals up to 1 min.
     pub fn new() -> Self {
         Self::default()
     }
@@ -71,10 +72,13 @@ impl Breaker {
         }
     }
 
-    /// "Down" failures in a row (without an answer from the downstream in between) that
-    /// open the breaker; at least 1. The ones before are ordinary failed attempts, tried
-    /// again after the first probe delay. One dropped connection is bad luck; three in a
-    /// row are an outage.
+    /// "Down" failures in a row (without an answer from the downstream in between, none
+    /// more than a minute after the one before) that open the breaker once the row has
+    /// lasted at least a second; at least 1 (1 opens it at the first failure). The ones
+    /// before the threshold are ordinary failed attempts, tried again after the first
+    /// probe delay; one that reaches it sooner than a second after the row began is tried
+    /// again then without using an attempt. A flaky server drops a few concurrent attempts
+    /// at once and answers the next; a server that is down keeps failing.
     pub fn threshold(mut self, failures: u32) -> Self {
         self.threshold = failures;
         self

@@ -116,6 +116,16 @@ impl BreakerLayer {
                     from_handler: true,
                 }));
             }
+            Verdict::Suspected => {
+                // Failures in a row, but not for long enough to call it an outage (a flaky
+                // server drops a few concurrent attempts at once): tried again after the
+                // first probe delay, without using an attempt.
+                return Err(Box::new(Rescheduled {
+                    due: Due::After(config.first_probe()),
+                    reason: format!("{reason} (the downstream may be down)"),
+                    give_back_attempt: true,
+                }));
+            }
             Verdict::Opened => self.opened(&reason).await,
             Verdict::AlreadyOpen => {}
             Verdict::ProbeFailed(grant) => self.probe_failed(grant, &reason).await,

@@ -3,9 +3,19 @@
 //! what a read of the shared row changes. No I/O and no clock of its own: the times come
 //! in as arguments, so the unit tests below pin every transition.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::store::ProbeGrant;
+
+/// How long a row of "down" failures (no answer from the downstream between them) must
+/// have lasted before it opens the breaker: a flaky but working server drops a few
+/// concurrent attempts at once, while a server that is down keeps failing for longer than
+/// this. (A threshold of 1 opens at the first failure, as asked.)
+pub(crate) const MIN_OUTAGE: Duration = Duration::from_secs(1);
+
+/// A "down" failure this long after the previous one starts a new row: failures far apart
+/// are not one outage.
+pub(crate) const ROW_GAP: Duration = Duration::from_secs(60);
 
 /// How a message got past the breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,8 +33,13 @@ pub(crate) enum Ticket {
 pub(crate) enum Verdict {
     /// Fewer than the threshold in a row: an ordinary failed attempt.
     Counted,
-    /// This failure reached the threshold: the breaker opened here; record it in the
-    /// database (which says whether another process had opened it first).
+    /// The threshold is reached, but the row of failures began less than [`MIN_OUTAGE`]
+    /// ago: no evidence of an outage yet (a flaky server drops a few concurrent attempts
+    /// at once). The attempt is tried again later, without using an attempt.
+    Suspected,
+    /// This failure reached the threshold, and the row has lasted at least [`MIN_OUTAGE`]:
+    /// the breaker opened here; record it in the database (which says whether another
+    /// process had opened it first).
     Opened,
     /// The breaker was open already (another attempt found the outage first).
     AlreadyOpen,
@@ -62,6 +77,10 @@ pub(crate) struct Local {
     opened: Option<Instant>,
     /// "Down" failures in a row while closed.
     in_row: u32,
+    /// When the first of them came.
+    row_since: Option<Instant>,
+    /// When the last of them came.
+    last_down: Option<Instant>,
     probe: Probe,
     /// Bumped by every transition made here and when its write to the shared row ends,
     /// so a read of the shared row that started before either cannot undo it.
@@ -78,6 +97,8 @@ impl Local {
             open: false,
             opened: None,
             in_row: 0,
+            row_since: None,
+            last_down: None,
             probe: Probe::Idle,
             version: 0,
             writing: 0,
@@ -130,8 +151,10 @@ impl Local {
         }
     }
 
-    /// The message of `ticket` failed with "the downstream is down"; `threshold` such
-    /// failures in a row open the breaker.
+    /// The message of `ticket` failed with "the downstream is down". The breaker opens
+    /// when `threshold` such failures came in a row (no answer from the downstream between
+    /// them, none more than [`ROW_GAP`] after the one before) and the row has lasted at
+    /// least [`MIN_OUTAGE`]; a threshold of 1 opens it at once.
     pub(crate) fn down(&mut self, ticket: Ticket, threshold: u32, now: Instant) -> Verdict {
         match ticket {
             Ticket::Probe => match self.probe {
@@ -144,9 +167,20 @@ impl Local {
             },
             Ticket::Pass | Ticket::Held if self.open => Verdict::AlreadyOpen,
             Ticket::Pass | Ticket::Held => {
+                let stale = self
+                    .last_down
+                    .is_some_and(|last| now.saturating_duration_since(last) > ROW_GAP);
+                if stale {
+                    self.forget_row();
+                }
+                let since = *self.row_since.get_or_insert(now);
+                self.last_down = Some(now);
                 self.in_row += 1;
                 if self.in_row < threshold.max(1) {
                     return Verdict::Counted;
+                }
+                if threshold > 1 && now.saturating_duration_since(since) < MIN_OUTAGE {
+                    return Verdict::Suspected;
                 }
                 self.open_here(now);
                 Verdict::Opened
@@ -159,7 +193,7 @@ impl Local {
     /// probe). An answer to a message that started before the breaker opened proves
     /// nothing about now, and closes nothing.
     pub(crate) fn answered(&mut self, ticket: Ticket) -> bool {
-        self.in_row = 0;
+        self.forget_row();
         let probed = ticket == Ticket::Probe && matches!(self.probe, Probe::Running { .. });
         if probed && self.open {
             self.close_here();
@@ -213,17 +247,23 @@ impl Local {
         }
     }
 
+    fn forget_row(&mut self) {
+        self.in_row = 0;
+        self.row_since = None;
+        self.last_down = None;
+    }
+
     fn open_here(&mut self, now: Instant) {
         self.open = true;
         self.opened = Some(now);
-        self.in_row = 0;
+        self.forget_row();
         self.probe = Probe::Idle;
         self.version += 1;
     }
 
     fn close_here(&mut self) {
         self.open = false;
-        self.in_row = 0;
+        self.forget_row();
         self.probe = Probe::Idle;
         self.version += 1;
     }
@@ -240,27 +280,30 @@ mod tests {
         since_warned: Duration::from_secs(5),
     };
 
+    /// A breaker opened at `now` by a row of failures that began a second earlier.
     fn open(now: Instant) -> Local {
         let mut b = Local::new();
+        let start = now - MIN_OUTAGE;
         for _ in 0..2 {
-            assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Counted);
+            assert_eq!(b.down(Ticket::Pass, 3, start), Verdict::Counted);
         }
         assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Opened);
         b
     }
 
     #[test]
-    fn a_closed_breaker_passes_and_opens_at_the_threshold_in_a_row() {
-        let now = Instant::now();
+    fn a_closed_breaker_passes_and_opens_at_the_threshold_in_a_row_that_lasted() {
+        let start = Instant::now();
+        let now = start + MIN_OUTAGE;
         let mut b = Local::new();
-        assert!(b.admits(now) && !b.is_open());
-        assert_eq!(b.enter(now), Ticket::Pass);
-        assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Counted);
-        assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Counted);
+        assert!(b.admits(start) && !b.is_open());
+        assert_eq!(b.enter(start), Ticket::Pass);
+        assert_eq!(b.down(Ticket::Pass, 3, start), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, start), Verdict::Counted);
         // An answer in between breaks the row.
         assert!(!b.answered(Ticket::Pass));
-        assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Counted);
-        assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, start), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, start), Verdict::Counted);
         assert_eq!(b.down(Ticket::Pass, 3, now), Verdict::Opened);
         assert!(b.is_open() && !b.admits(now) && b.wants_probe(now));
         assert_eq!(b.opened(), Some(now));
@@ -269,6 +312,52 @@ mod tests {
         let mut one = Local::new();
         assert_eq!(one.down(Ticket::Pass, 1, now), Verdict::Opened);
         assert_eq!(Local::new().down(Ticket::Pass, 0, now), Verdict::Opened);
+    }
+
+    #[test]
+    fn concurrent_failures_of_a_flaky_server_do_not_open_it() {
+        // 16 attempts in flight; three of them drop within a few milliseconds, then the
+        // others get answers: no outage.
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut b = Local::new();
+        assert_eq!(b.down(Ticket::Pass, 3, t), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(2)), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(3)), Verdict::Suspected);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(999)), Verdict::Suspected);
+        assert!(!b.is_open() && b.admits(t + ms(999)));
+        assert!(!b.answered(Ticket::Pass));
+        // The row starts again after the answer: a second later is not a second of failures.
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(1500)), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(1501)), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(1502)), Verdict::Suspected);
+        assert!(!b.is_open());
+    }
+
+    #[test]
+    fn a_row_of_failures_with_no_answer_for_a_second_opens_it() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut b = Local::new();
+        for at in [0, 1, 2, 400] {
+            assert_ne!(b.down(Ticket::Pass, 3, t + ms(at)), Verdict::Opened);
+        }
+        assert_eq!(b.down(Ticket::Pass, 3, t + ms(1000)), Verdict::Opened);
+        assert!(b.is_open());
+        assert_eq!(b.opened(), Some(t + ms(1000)));
+    }
+
+    #[test]
+    fn failures_far_apart_are_not_one_outage() {
+        let t = Instant::now();
+        let mut b = Local::new();
+        assert_eq!(b.down(Ticket::Pass, 3, t), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, t + ROW_GAP / 2), Verdict::Counted);
+        // More than ROW_GAP after the one before: a new row.
+        let later = t + ROW_GAP / 2 + ROW_GAP + Duration::from_secs(1);
+        assert_eq!(b.down(Ticket::Pass, 3, later), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, later), Verdict::Counted);
+        assert_eq!(b.down(Ticket::Pass, 3, later + MIN_OUTAGE), Verdict::Opened);
     }
 
     #[test]
