@@ -101,15 +101,24 @@ impl Proxy {
         Self::start(target_of(url)).await
     }
 
-    /// `url` with its host and port replaced by this proxy's.
+    /// `url` with its host and port replaced by this proxy's, and TLS turned off (a
+    /// PostgreSQL server with TLS would otherwise be spoken to in TLS, and the proxy could
+    /// not see the statements it waits for).
     pub fn url(&self, url: &str) -> String {
         let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let userinfo = authority.rsplit_once('@').map(|(u, _)| u);
-        match userinfo {
+        let proxied = match userinfo {
             Some(u) => format!("{scheme}://{u}@127.0.0.1:{}{path}", self.port),
             None => format!("{scheme}://127.0.0.1:{}{path}", self.port),
-        }
+        };
+        let plain = match scheme {
+            "postgres" | "postgresql" => "sslmode=disable",
+            "mysql" | "mariadb" => "ssl-mode=DISABLED",
+            _ => return proxied,
+        };
+        let join = if proxied.contains('?') { '&' } else { '?' };
+        format!("{proxied}{join}{plain}")
     }
 
     /// Forward again (held bytes of black-holed connections move on).

@@ -55,7 +55,12 @@ pub(super) fn prune<B: Backend>(
                 Ok(n) if n >= u64::from(PRUNE_BATCH) => Duration::from_millis(50),
                 Ok(_) => every,
                 Err(e) => {
-                    tracing::warn!(error = %e, ?rows, "cannot prune old rows; trying again later");
+                    // An unreachable database is reported once by the workers.
+                    if crate::worker::unreachable(&e) {
+                        tracing::debug!(error = %e, ?rows, "cannot prune old rows; trying again later");
+                    } else {
+                        tracing::warn!(error = %e, ?rows, "cannot prune old rows; trying again later");
+                    }
                     PRUNE_EVERY.max(every)
                 }
             };
