@@ -70,11 +70,21 @@ impl SnsFetch for FakeSns {
     fn get<'a>(&'a self, url: &'a url::Url) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         self.fetched.lock().unwrap().push(url.to_string());
         let body = if url.as_str() == CERT_URL {
-            self.certificate.clone()
+            Ok(self.certificate.clone())
+        } else if url.path().ends_with(".pem") {
+            Err(format!("GET {url} answered 404 Not Found"))
         } else {
-            b"<ConfirmSubscriptionResponse/>".to_vec()
+            Ok(b"<ConfirmSubscriptionResponse/>".to_vec())
         };
-        Box::pin(async move { Ok(body) })
+        Box::pin(async move { body })
+    }
+}
+
+impl FakeSns {
+    /// How many certificates were fetched.
+    fn certificate_fetches(&self) -> usize {
+        let fetched = self.fetched.lock().unwrap();
+        fetched.iter().filter(|u| u.ends_with(".pem")).count()
     }
 }
 
@@ -591,4 +601,77 @@ async fn the_https_fetcher_checks_the_servers_certificate() {
     let public_roots = HttpsFetch::new().unwrap();
     let refused = public_roots.get(&url).await.unwrap_err();
     assert!(refused.contains("TLS"), "{refused}");
+}
+
+/// Forged SNS messages cannot make the endpoint fetch certificates: one naming the real
+/// certificate's URL is refused with the certificate kept from the first fetch (20 forged
+/// messages, one fetch, also when they arrive together), and messages naming certificates
+/// that do not exist fetch at most 10 a minute (503 beyond, which SNS retries); a genuine
+/// message still verifies with the kept certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_sns_messages_do_not_refetch_the_certificate() {
+    let s = Setup::new();
+    let db = TestDb::new().await;
+    let url = s.serve(&db).await;
+    let sns = format!("{url}/sns");
+    let forged = |n: usize| {
+        let mut m = s.sns(
+            "Notification",
+            &ses_bounce("ann@example.com", "Permanent"),
+            "2",
+        );
+        m["Message"] = ses_bounce(&format!("victim{n}@example.com"), "Permanent").into();
+        serde_json::to_vec(&m).unwrap()
+    };
+    let posts: Vec<_> = (0..20).map(|n| post(&sns, forged(n), &[])).collect();
+    let codes: Vec<u16> = futures::future::join_all(posts)
+        .await
+        .into_iter()
+        .map(|(code, _)| code)
+        .collect();
+    assert!(codes.iter().all(|c| *c == 401), "{codes:?}");
+    for n in 20..40 {
+        assert_eq!(post(&sns, forged(n), &[]).await.0, 401);
+    }
+    assert_eq!(
+        s.sns.certificate_fetches(),
+        1,
+        "40 forged messages, one fetch: {:?}",
+        s.sns.fetched.lock().unwrap()
+    );
+
+    // Certificates that do not exist: at most 10 fetches a minute, a failed URL not again.
+    let mut answers = Vec::new();
+    for n in 0..20 {
+        let mut m = s.sns(
+            "Notification",
+            &ses_bounce("ann@example.com", "Permanent"),
+            "2",
+        );
+        m["SigningCertURL"] =
+            format!("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-x{n}.pem")
+                .into();
+        let body = serde_json::to_vec(&m).unwrap();
+        answers.push(post(&sns, body.clone(), &[]).await.0);
+        answers.push(post(&sns, body, &[]).await.0);
+    }
+    assert!(answers.iter().all(|c| *c == 503), "{answers:?}");
+    assert_eq!(
+        s.sns.certificate_fetches(),
+        10,
+        "at most 10 a minute, the first one included: {:?}",
+        s.sns.fetched.lock().unwrap()
+    );
+
+    // The genuine sender is not locked out: the kept certificate verifies it.
+    let genuine = s.sns(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "1",
+    );
+    let (code, body) = post(&sns, serde_json::to_vec(&genuine).unwrap(), &[]).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(s.sns.certificate_fetches(), 10);
+    let listed = entries(&db).await;
+    assert_eq!(listed.len(), 1, "only the genuine bounce: {listed:?}");
 }
