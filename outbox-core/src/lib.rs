@@ -37,8 +37,8 @@ pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
     MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
-    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
-    MAX_SUPPRESSION_PAGE,
+    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse, TypeCounts,
+    TypeOutcomes, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

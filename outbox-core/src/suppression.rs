@@ -198,6 +198,20 @@ impl NewSuppression {
     }
 }
 
+/// The most token uses [`redeem_all`](crate::Suppressions::redeem_all) writes in one
+/// transaction; a longer list is written in transactions of this many.
+pub const MAX_TOKEN_BATCH: usize = 1_000;
+
+/// One use of a single-use token and the suppressions it brings (a provider event, an
+/// unsubscribe link): written only when the token was not used before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenUse {
+    /// The token's digest (a hash, never the token itself).
+    pub token: String,
+    /// The suppressions its first use adds.
+    pub entries: Vec<NewSuppression>,
+}
+
 /// Which suppressions to list: all, or those of one address (its own entries and its
 /// domain's), of one reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -416,30 +416,37 @@ impl<B: Backend> Webhooks<B> {
 
 /// Applies `events` to the suppression list under `policy`: each event that calls for a
 /// suppression writes it once (recorded by the event's id, in the same transaction), so a
-/// repeated event changes nothing. Returns how many suppressions were written. For events
-/// read outside the web endpoint, such as bounce reports fed in as mail
+/// repeated event changes nothing. Returns how many suppressions were written. Events are
+/// written in transactions of up to [`MAX_TOKEN_BATCH`](crate::MAX_TOKEN_BATCH) (a bounce
+/// naming 100,000 recipients is 100 transactions). For events read outside the web
+/// endpoint, such as bounce reports fed in as mail
 /// ([`dsn::events`](crate::smtp::events::dsn::events)).
 pub async fn apply_events<B: Backend>(
     suppressions: &Suppressions<B>,
     policy: &EventPolicy,
     events: &[ProviderEvent],
 ) -> Result<u64, crate::Error> {
+    let (applied, uses): (Vec<&ProviderEvent>, Vec<crate::TokenUse>) = events
+        .iter()
+        .filter_map(|event| {
+            let entry = policy.suppression(event)?;
+            let token = digest(&format!("{}:{}", event.provider, event.id));
+            let entries = vec![entry];
+            Some((event, crate::TokenUse { token, entries }))
+        })
+        .unzip();
+    let new = suppressions.redeem_all(EVENT_TOKEN_KIND, &uses).await?;
     let mut written = 0;
-    for event in events {
-        let Some(entry) = policy.suppression(event) else {
+    for ((event, used), new) in applied.iter().zip(&uses).zip(new) {
+        if !new {
             continue;
-        };
-        let key = digest(&format!("{}:{}", event.provider, event.id));
-        if suppressions
-            .redeem(EVENT_TOKEN_KIND, &key, std::slice::from_ref(&entry))
-            .await?
-        {
-            tracing::info!(
-                provider = event.provider, kind = %event.kind, message.id = event.outbox_id.as_deref(),
-                "suppressed {} ({}) after a provider event", entry.address, entry.scope
-            );
-            written += 1;
         }
+        let entry = &used.entries[0];
+        tracing::info!(
+            provider = event.provider, kind = %event.kind, message.id = event.outbox_id.as_deref(),
+            "suppressed {} ({}) after a provider event", entry.address, entry.scope
+        );
+        written += 1;
     }
     Ok(written)
 }
@@ -552,6 +559,7 @@ async fn sendgrid_post<B: Backend>(
         header(sendgrid::TIMESTAMP_HEADER),
         &body,
         header(sendgrid::SIGNATURE_HEADER),
+        SystemTime::now(),
     );
     if let Err(e) = verified {
         return refused(&e, "sendgrid");

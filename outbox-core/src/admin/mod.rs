@@ -15,7 +15,7 @@ use std::{
 
 pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
-    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
+    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType, TokenUse, MAX_TOKEN_BATCH,
     Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
     SuppressionScope, TypeCounts, TypeOutcomes,
 };

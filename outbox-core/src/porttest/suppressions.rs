@@ -12,7 +12,7 @@ use crate::{
     enqueue::NewMessage,
     store::{
         GroupStore, NewSuppression, SuppressionFilter, SuppressionProbe, SuppressionReason,
-        SuppressionScope, SuppressionStore,
+        SuppressionScope, SuppressionStore, TokenUse, MAX_TOKEN_BATCH,
     },
 };
 
@@ -410,4 +410,57 @@ pub async fn a_token_is_used_once<H: PortHarness>(h: &H) {
     assert!(again.await.unwrap(), "forgotten: usable again");
     let other = b.use_token("unsubscribe", "digest-1", &[], Now::At(at(1_005)));
     assert!(!other.await.unwrap(), "other kinds are kept");
+}
+
+/// A batch of token uses is written in one call: the tokens not used before (and the first
+/// of a token named twice) add their entries, those used before add nothing, and the
+/// answer says which was which, in order; a batch over [`MAX_TOKEN_BATCH`] is refused.
+pub async fn a_batch_of_tokens_is_used_once_each<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let used = |n: u32| TokenUse {
+        token: format!("event-{n}"),
+        entries: vec![entry(
+            &format!("r{n}@example.com"),
+            "*",
+            SuppressionReason::HardBounce,
+        )],
+    };
+    assert!(b
+        .use_token("event", "event-1", &[], Now::At(at(0)))
+        .await
+        .unwrap());
+    let mut batch: Vec<TokenUse> = (0..MAX_TOKEN_BATCH as u32 - 1).map(used).collect();
+    batch.push(used(2));
+    let new = b
+        .use_tokens("event", &batch, Now::At(at(1)))
+        .await
+        .unwrap();
+    assert_eq!(new.len(), MAX_TOKEN_BATCH);
+    assert!(new[0] && !new[1] && new[2], "{:?}", &new[..3]);
+    assert!(!new[MAX_TOKEN_BATCH - 1], "named twice: new the first time only");
+    assert_eq!(new.iter().filter(|n| **n).count(), MAX_TOKEN_BATCH - 2);
+    let all = SuppressionFilter::default();
+    assert_eq!(
+        b.count_suppressions(&all).await.unwrap(),
+        MAX_TOKEN_BATCH as u64 - 2,
+        "r1 was used before the batch"
+    );
+    let one = SuppressionFilter {
+        address: Some("r1@example.com".into()),
+        ..SuppressionFilter::default()
+    };
+    assert_eq!(b.count_suppressions(&one).await.unwrap(), 0);
+    let again = b
+        .use_tokens("event", &batch[..10], Now::At(at(2)))
+        .await
+        .unwrap();
+    assert_eq!(again, vec![false; 10], "a repeated batch writes nothing");
+    let other = b
+        .use_tokens("unsubscribe", &batch[..2], Now::At(at(3)))
+        .await
+        .unwrap();
+    assert_eq!(other, vec![true, true], "tokens are per kind");
+    let too_many: Vec<TokenUse> = (0..MAX_TOKEN_BATCH as u32 + 1).map(used).collect();
+    let refused = b.use_tokens("event", &too_many, Now::At(at(4))).await;
+    assert!(refused.is_err(), "more than MAX_TOKEN_BATCH");
 }

@@ -311,6 +311,10 @@ pub struct Queries {
     pub groups_suppressed: &'static str,
     /// Records a single-use token unless it was used.
     pub token_use: &'static str,
+    /// Which of a batch of tokens were used before (locked where the database can).
+    pub tokens_used: &'static str,
+    /// Records a batch of single-use tokens, leaving those used before.
+    pub tokens_use: &'static str,
     /// Forgets old used tokens of one kind.
     pub tokens_forget: &'static str,
     /// Run first in the transactions of a site's grant and release, or empty: shaping

@@ -15,7 +15,7 @@ use crate::{
     error::Error,
     store::{
         normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
-        SuppressionProbe, SuppressionScope, SuppressionStore,
+        SuppressionProbe, SuppressionScope, SuppressionStore, TokenUse, MAX_TOKEN_BATCH,
     },
 };
 
@@ -315,6 +315,66 @@ impl<D: Dialect> SuppressionStore for D {
                 }
                 D::commit(tx).await?;
                 Ok(true)
+            })
+            .await
+        })
+    }
+
+    fn use_tokens<'a>(
+        &'a self,
+        kind: &'a str,
+        uses: &'a [TokenUse],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<bool>, Error>> {
+        Box::pin(async move {
+            if uses.len() > MAX_TOKEN_BATCH {
+                return Err(Error::Config(format!(
+                    "{} token uses in one batch; at most {MAX_TOKEN_BATCH}",
+                    uses.len()
+                )));
+            }
+            if uses.is_empty() {
+                return Ok(Vec::new());
+            }
+            // Check every entry before anything is written.
+            for u in uses {
+                entries_json(&u.entries)?;
+            }
+            let q = self.queries();
+            let now = self.now_ms(now);
+            let tokens: Vec<&str> = uses.iter().map(|u| u.token.as_str()).collect();
+            let tokens = json(&tokens)?;
+            let tokens = &tokens;
+            transient_retries::<D, _, _, _>(|| async move {
+                let mut tx = self.begin_write().await?;
+                let args = [Arg::Text(kind), Arg::Text(tokens)];
+                let rows = self.fetch(Some(&mut tx), q.tokens_used, &args).await?;
+                let mut seen = std::collections::HashSet::with_capacity(rows.len());
+                for r in &rows {
+                    seen.insert(r.text(0)?);
+                }
+                let args = [Arg::Text(kind), Arg::Text(tokens), Arg::OptInt(now)];
+                self.execute(Some(&mut tx), q.tokens_use, &args).await?;
+                let mut new = Vec::with_capacity(uses.len());
+                let mut entries = Vec::new();
+                for u in uses {
+                    // A token named twice in the batch is new the first time only.
+                    let first = seen.insert(u.token.clone());
+                    if first {
+                        entries.extend(u.entries.iter().cloned());
+                    }
+                    new.push(first);
+                }
+                if !entries.is_empty() {
+                    let (rows, _) = entries_json(&entries).map_err(|e| {
+                        sqlx::Error::Protocol(format!("entries checked above: {e}"))
+                    })?;
+                    let args = [Arg::Text(&rows), Arg::OptInt(now)];
+                    self.execute(Some(&mut tx), q.suppression_add, &args)
+                        .await?;
+                }
+                D::commit(tx).await?;
+                Ok(new)
             })
             .await
         })

@@ -179,6 +179,8 @@ static QUERIES: Queries = Queries {
     prune_suppressed_delete: include_str!("queries/prune_suppressed_delete.sql"),
     groups_suppressed: include_str!("queries/groups_suppressed.sql"),
     token_use: include_str!("queries/token_use.sql"),
+    tokens_used: include_str!("queries/tokens_used.sql"),
+    tokens_use: include_str!("queries/tokens_use.sql"),
     tokens_forget: include_str!("queries/tokens_forget.sql"),
     site_soft_commit: "",
     site_refund: include_str!("queries/site_refund.sql"),
