@@ -169,7 +169,13 @@ impl Setup {
     }
 
     /// As [`sns`](Self::sns), with the signed `Timestamp` `timestamp`.
-    fn sns_at(&self, kind: &str, message: &str, version: &str, timestamp: &str) -> serde_json::Value {
+    fn sns_at(
+        &self,
+        kind: &str,
+        message: &str,
+        version: &str,
+        timestamp: &str,
+    ) -> serde_json::Value {
         let id = format!(
             "sns-{}",
             NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
@@ -713,9 +719,15 @@ async fn stale_or_unreadable_signed_timestamps_are_refused() {
         );
         let (got, body) = post(&sns, serde_json::to_vec(&m).unwrap(), &[]).await;
         assert_eq!(got, code, "SNS Timestamp {timestamp}: {body}");
-        assert!(body.contains("timestamp") || body.contains("Timestamp"), "{body}");
+        assert!(
+            body.contains("timestamp") || body.contains("Timestamp"),
+            "{body}"
+        );
     }
-    assert!(entries(&db).await.is_empty(), "refused requests write nothing");
+    assert!(
+        entries(&db).await.is_empty(),
+        "refused requests write nothing"
+    );
     let recent = s.sns_at(
         "Notification",
         &ses_bounce("ann@example.com", "Permanent"),
@@ -723,7 +735,10 @@ async fn stale_or_unreadable_signed_timestamps_are_refused() {
         &iso(now - hour),
     );
     let (got, body) = post(&sns, serde_json::to_vec(&recent).unwrap(), &[]).await;
-    assert_eq!(got, 200, "an hour old (SNS retries for up to an hour): {body}");
+    assert_eq!(
+        got, 200,
+        "an hour old (SNS retries for up to an hour): {body}"
+    );
 
     let sendgrid = format!("{url}/sendgrid");
     let event = |n: u32| {
@@ -754,7 +769,10 @@ async fn stale_or_unreadable_signed_timestamps_are_refused() {
     let body = event(9);
     let timestamp = unix(now - 23 * hour);
     let headers = [
-        ("X-Twilio-Email-Event-Webhook-Signature", s.sendgrid_signature(&timestamp, &body)),
+        (
+            "X-Twilio-Email-Event-Webhook-Signature",
+            s.sendgrid_signature(&timestamp, &body),
+        ),
         ("X-Twilio-Email-Event-Webhook-Timestamp", timestamp),
     ];
     let (got, text) = post(&sendgrid, body, &headers).await;

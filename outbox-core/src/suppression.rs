@@ -301,35 +301,59 @@ impl SuppressionProbe {
     }
 }
 
-/// `address` trimmed and lowercased, checked: `local@domain` or `@domain`, at most
-/// [`MAX_SUPPRESSION_ADDRESS_LEN`] bytes, without spaces, control characters or brackets.
+/// `address` normalized the way receivers read it, and checked: trimmed, the local part
+/// lowercased, the domain mapped by IDNA (UTS 46: full-width letters to ASCII, invisible
+/// characters such as a soft hyphen or a zero-width space dropped, `。` to `.`, Unicode
+/// labels to their `xn--` form, a final dot dropped), so that every way of writing one
+/// mailbox names the same entry. `local@domain` or `@domain`, at most
+/// [`MAX_SUPPRESSION_ADDRESS_LEN`] bytes once normalized, without spaces, control
+/// characters or brackets; a domain IDNA refuses (or that holds other than letters, digits,
+/// `-`, `_` and dots once mapped) is refused with the reason.
 pub fn normalize_address(address: &str) -> Result<String, String> {
-    let a = address.trim().to_lowercase();
+    let trimmed = address.trim();
     let bad = |why: &str| {
         Err(format!(
             "{address:?} is not an address to suppress: {why}; give `user@example.com`, or \
              `@example.com` for a whole domain"
         ))
     };
-    if a.len() > MAX_SUPPRESSION_ADDRESS_LEN {
+    if trimmed.len() > 4 * MAX_SUPPRESSION_ADDRESS_LEN {
         return bad("it is longer than 254 bytes");
     }
-    if a.chars()
+    if trimmed
+        .chars()
         .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | '"'))
     {
         return bad("it holds a space, a control character, a bracket, a comma or a quote");
     }
-    let Some((local, domain)) = a.rsplit_once('@') else {
+    let Some((local, domain)) = trimmed.rsplit_once('@') else {
         return bad("it has no `@`");
     };
     if local.contains('@') {
         return bad("it has more than one `@`");
     }
+    let domain = match idna::domain_to_ascii_cow(domain.as_bytes(), idna::AsciiDenyList::URL) {
+        Ok(d) => d.into_owned(),
+        Err(_) => {
+            return bad("its domain is not a valid domain name (IDNA, UTS 46, refuses it)");
+        }
+    };
+    let domain = domain.strip_suffix('.').unwrap_or(&domain);
     if domain.is_empty() || !domain.contains('.') && domain != "localhost" {
         return bad("the domain after `@` is missing or has no dot");
     }
-    if domain.starts_with('.') || domain.ends_with('.') || domain.contains("..") {
+    if domain.starts_with('.') || domain.contains("..") {
         return bad("the domain has an empty label");
+    }
+    if !domain
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return bad("its domain holds characters other than letters, digits, `-`, `_` and dots");
+    }
+    let a = format!("{}@{domain}", local.to_lowercase());
+    if a.len() > MAX_SUPPRESSION_ADDRESS_LEN {
+        return bad("it is longer than 254 bytes");
     }
     Ok(a)
 }
@@ -370,6 +394,46 @@ mod tests {
             let e = normalize_address(bad).unwrap_err();
             assert!(e.contains("user@example.com"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn domains_are_mapped_as_receivers_resolve_them() {
+        for written in [
+            "ann@ｅｘａｍｐｌｅ.com", // full-width letters
+            "ann@EXAMPLE.COM",
+            "ann@exam\u{ad}ple.com",   // a soft hyphen
+            "ann@example.com\u{200b}", // a trailing zero-width space
+            "ann@example\u{3002}com",  // an ideographic full stop
+            "ann@example.com.",        // the root's dot
+        ] {
+            assert_eq!(
+                normalize_address(written).as_deref(),
+                Ok("ann@example.com"),
+                "{written:?}"
+            );
+        }
+        assert_eq!(
+            normalize_address("@Bücher.DE").as_deref(),
+            Ok("@xn--bcher-kva.de")
+        );
+        assert_eq!(
+            normalize_address("ann@xn--bcher-kva.de"),
+            normalize_address("ann@bücher.de")
+        );
+        for bad in [
+            "ann@exa%mple.com",
+            "ann@xn--a.com",
+            "ann@ex\u{fffd}ample.com",
+        ] {
+            let e = normalize_address(bad).unwrap_err();
+            assert!(e.contains("domain"), "{bad:?}: {e}");
+        }
+        let p = SuppressionProbe::new("Ann@ｅｘａｍｐｌｅ.com\u{200b}", None, false, "t", None)
+            .unwrap();
+        assert_eq!(
+            (p.address.as_str(), p.domain.as_str()),
+            ("ann@example.com", "@example.com")
+        );
     }
 
     #[test]

@@ -245,7 +245,9 @@ impl CertificateCache {
             _ => (now, 0),
         };
         if used >= MAX_FETCHES {
-            return Err("too many signing certificates fetched in the last minute; try again later");
+            return Err(
+                "too many signing certificates fetched in the last minute; try again later",
+            );
         }
         self.window = Some((start, used + 1));
         Ok(())

@@ -15,9 +15,9 @@ use std::{
 
 pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
-    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType, TokenUse, MAX_TOKEN_BATCH,
+    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
     Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
-    SuppressionScope, TypeCounts, TypeOutcomes,
+    SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, MAX_TOKEN_BATCH,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;

@@ -37,10 +37,9 @@ use futures::future::BoxFuture;
 pub use crate::clock::{Due, Now};
 pub use crate::shaping::{RuleAction, ShapingRule, SiteDecision, SiteLimit, SiteState};
 pub use crate::suppression::{
-    normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter, TokenUse,
-    MAX_TOKEN_BATCH,
-    SuppressionProbe, SuppressionReason, SuppressionScope, MAX_SCOPE_NAME_LEN,
-    MAX_SUPPRESSION_ADDRESS_LEN,
+    normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
+    SuppressionProbe, SuppressionReason, SuppressionScope, TokenUse, MAX_SCOPE_NAME_LEN,
+    MAX_SUPPRESSION_ADDRESS_LEN, MAX_TOKEN_BATCH,
 };
 pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};

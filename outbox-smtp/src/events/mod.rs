@@ -205,13 +205,11 @@ pub(crate) fn check_fresh(
             age.as_secs(),
             max_age.as_secs()
         ))),
-        Err(ahead) if ahead.duration() > MAX_CLOCK_AHEAD => {
-            Err(WebhookError::Refused(format!(
-                "the signed timestamp is {} s ahead of this server's clock (at most {} s)",
-                ahead.duration().as_secs(),
-                MAX_CLOCK_AHEAD.as_secs()
-            )))
-        }
+        Err(ahead) if ahead.duration() > MAX_CLOCK_AHEAD => Err(WebhookError::Refused(format!(
+            "the signed timestamp is {} s ahead of this server's clock (at most {} s)",
+            ahead.duration().as_secs(),
+            MAX_CLOCK_AHEAD.as_secs()
+        ))),
         _ => Ok(()),
     }
 }
