@@ -132,7 +132,8 @@ impl FromStr for SuppressionReason {
 /// One entry of the suppression list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suppression {
-    /// The address, lowercased (`user@example.com`), or a whole domain (`@example.com`).
+    /// The address, normalized by [`normalize_address`] (`user@example.com`), or a whole
+    /// domain (`@example.com`).
     pub address: String,
     /// Which mail it stops.
     pub scope: SuppressionScope,
@@ -162,7 +163,8 @@ pub struct NewSuppression {
 }
 
 impl NewSuppression {
-    /// A suppression of `address` (checked and lowercased) in `scope`, for ever.
+    /// A suppression of `address` (checked and normalized by [`normalize_address`]) in
+    /// `scope`, for ever.
     pub fn new(
         address: &str,
         scope: SuppressionScope,
@@ -242,7 +244,7 @@ pub struct SuppressedMessage {
 /// list it is mail of, and whether it is transactional.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuppressionProbe {
-    /// The address, lowercased.
+    /// The address, normalized by [`normalize_address`].
     pub address: String,
     /// Its domain entry (`@example.com`).
     pub domain: String,

@@ -131,9 +131,11 @@ pub type EventHook = Arc<dyn Fn(&ProviderEvent) + Send + Sync>;
 /// configured provider (`/sns`, `/sendgrid`, `/mailgun`, `/postmark`).
 ///
 /// Each request is verified first — SNS's RSA signature with the certificate fetched from
-/// an SNS host and the topic checked, SendGrid's ECDSA P-256 signature, Mailgun's
-/// HMAC-SHA256 (a timestamp more than 9 hours off, or a token seen before, is refused), Postmark's basic
-/// authentication — and refused with 400 (not the provider's body), 401 or 403 (not
+/// an SNS host (once per URL, kept; at most 10 fetches a minute) and the topic checked, a
+/// signed `Timestamp` more than 2 hours old refused; SendGrid's ECDSA P-256 signature, a
+/// timestamp more than 25 hours old refused; Mailgun's HMAC-SHA256 (a timestamp more than 9
+/// hours off, or a token seen before, is refused); Postmark's basic authentication — and
+/// refused with 400 (not the provider's body), 401 or 403 (not
 /// verified) or 406 (a replayed Mailgun token: Mailgun does not retry it) before anything
 /// is written. Its events are
 /// then read into [`ProviderEvent`]s: hard bounces, complaints and unsubscribes suppress
