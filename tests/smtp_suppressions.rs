@@ -285,3 +285,66 @@ async fn an_address_suppressed_after_its_email_was_queued_is_stopped_before_send
         0
     );
 }
+
+/// Unicode spellings of a suppressed address (full-width letters, a soft hyphen, a trailing
+/// zero-width space, `。` for `.`) name the same mailbox and are stopped: at enqueue when
+/// the entry was there first, before sending when it came after; each is recorded as
+/// suppressed and nothing reaches the SMTP server, while mail to another address goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unicode_spellings_of_a_suppressed_address_are_suppressed_not_sent() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let mailer = mailer(&sink);
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let suppressions = admin.suppressions();
+    let spellings = [
+        "ann@ｅｘａｍｐｌｅ.com",
+        "ann@exam\u{ad}ple.com",
+        "ann@example.com\u{200b}",
+        "ann@example\u{3002}com",
+    ];
+    // Queued before the entry exists: the workers' check stops them.
+    let mut queued = Vec::new();
+    for to in spellings {
+        queued.push(enqueue(&db, receipt(to)).await);
+    }
+    let bounce = NewSuppression::new(
+        "ann@example.com",
+        SuppressionScope::All,
+        SuppressionReason::HardBounce,
+    )
+    .unwrap();
+    suppressions.add(bounce).await.unwrap();
+    // Enqueued after: stopped at enqueue.
+    for to in spellings {
+        queued.push(enqueue(&db, receipt(to)).await);
+    }
+    enqueue(&db, receipt("bob@example.com")).await;
+    let report = drain(&db, &mailer).await;
+    assert_eq!(report.counts.delivered, 1, "{report:?}");
+    let received = sink.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].rcpt, ["bob@example.com"]);
+    let stopped = suppressions.stopped_messages(20).await.unwrap();
+    let mut stopped_ids: Vec<_> = stopped.iter().map(|m| m.id.clone()).collect();
+    stopped_ids.sort();
+    queued.sort();
+    assert_eq!(stopped_ids, queued, "all 8 recorded as suppressed");
+    assert!(stopped
+        .iter()
+        .all(|m| m.reason == "suppressed: hard_bounce of ann@example.com (*)"));
+    let counts = admin.status_counts().await.unwrap();
+    let email = counts
+        .iter()
+        .find(|c| c.type_tag == "outbox.email")
+        .unwrap();
+    assert_eq!(email.suppressed, 8, "{email:?}");
+    assert_eq!(
+        admin
+            .dead_letters()
+            .count(&outbox::DeadLetterFilter::all())
+            .await
+            .unwrap(),
+        0
+    );
+}

@@ -2078,3 +2078,126 @@ async fn the_messages_page_filters_by_recipient() {
         "the filter field keeps what was typed: {page}"
     );
 }
+
+/// The one-click unsubscribe pages carry the admin's security headers (GET, POST and a
+/// refusal), and a signed token that names a whole domain (`@example.com`) instead of one
+/// address is refused and suppresses nothing.
+#[tokio::test]
+async fn the_unsubscribe_pages_carry_the_security_headers_and_refuse_domain_tokens() {
+    use outbox::smtp::{UnsubscribeKeys, UnsubscribeToken};
+    use outbox::web::UnsubscribeEndpoint;
+    let db = TestDb::new().await;
+    let keys = UnsubscribeKeys::new("2026-11", [7u8; 32]).unwrap();
+    let app = axum::Router::new().nest(
+        "/u",
+        UnsubscribeEndpoint::new(Admin::new(db.backend()), keys.clone()).into_router(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+    let id = "01JD5Z3Q4V8W6X7Y8Z9A0B1C2D";
+    let one = keys.sign(&UnsubscribeToken::new(id, "weekly", "ann@example.com"));
+    let domain = keys.sign(&UnsubscribeToken::new(id, "weekly", "@example.com"));
+    let check = |r: &reqwest::Response, what: &str| {
+        let h = r.headers();
+        let csp = h
+            .get("content-security-policy")
+            .unwrap_or_else(|| panic!("{what}: no Content-Security-Policy"))
+            .to_str()
+            .unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+        assert!(csp.contains("default-src 'none'"), "{what}: {csp}");
+        assert_eq!(h["x-frame-options"], "DENY", "{what}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{what}");
+    };
+    let r = http
+        .get(format!("http://{addr}/u/{one}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    check(&r, "GET");
+    let r = http
+        .get(format!("http://{addr}/u/not-a-token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    check(&r, "a refusal");
+
+    for method in [reqwest::Method::GET, reqwest::Method::POST] {
+        let r = http
+            .request(method.clone(), format!("http://{addr}/u/{domain}"))
+            .body("List-Unsubscribe=One-Click")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{method} of a token naming a domain");
+        check(&r, "a domain token");
+        let body = r.text().await.unwrap();
+        assert!(body.contains("whole domain"), "{body}");
+    }
+    let suppressions = Admin::new(db.backend()).suppressions();
+    let all = outbox::SuppressionFilter::default();
+    assert_eq!(suppressions.count(&all).await.unwrap(), 0);
+
+    let r = http
+        .post(format!("http://{addr}/u/{one}"))
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    check(&r, "POST");
+    assert_eq!(suppressions.count(&all).await.unwrap(), 1);
+}
+
+/// A page number past the end of the numbers (`u64::MAX`) shows an empty page instead of
+/// overflowing; a NUL character in a filter (a query value) or a form field is refused with
+/// 400 naming the field, not passed to the database.
+#[tokio::test]
+async fn an_overflowing_page_and_a_nul_in_a_filter_get_clear_answers() {
+    let db = TestDb::new().await;
+    let http = reqwest::Client::new();
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let max = u64::MAX;
+    let r = http
+        .get(format!("{url}/suppressions?page={max}"))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("0 entries match"), "{body}");
+    for path in [
+        "/suppressions?address=ann%00@example.com",
+        "/messages?group=spring%00x",
+        "/dead?type=web.note%00",
+        "/suppressions?reason=manual&address=%00",
+    ] {
+        let r = http.get(format!("{url}{path}")).send().await.unwrap();
+        let status = r.status();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body.contains("NUL"), "{path}: {body}");
+        assert!(!body.to_lowercase().contains("database"), "{path}: {body}");
+    }
+    let (cookie, token) = session(&http, &url).await;
+    let r = http
+        .post(format!("{url}/suppressions/add"))
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "csrf={token}&address=ann%00%40example.com&scope=*&reason=manual&back=%2Foutbox%2Fsuppressions"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("`address`"), "{body}");
+}

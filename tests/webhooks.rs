@@ -70,11 +70,21 @@ impl SnsFetch for FakeSns {
     fn get<'a>(&'a self, url: &'a url::Url) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         self.fetched.lock().unwrap().push(url.to_string());
         let body = if url.as_str() == CERT_URL {
-            self.certificate.clone()
+            Ok(self.certificate.clone())
+        } else if url.path().ends_with(".pem") {
+            Err(format!("GET {url} answered 404 Not Found"))
         } else {
-            b"<ConfirmSubscriptionResponse/>".to_vec()
+            Ok(b"<ConfirmSubscriptionResponse/>".to_vec())
         };
-        Box::pin(async move { Ok(body) })
+        Box::pin(async move { body })
+    }
+}
+
+impl FakeSns {
+    /// How many certificates were fetched.
+    fn certificate_fetches(&self) -> usize {
+        let fetched = self.fetched.lock().unwrap();
+        fetched.iter().filter(|u| u.ends_with(".pem")).count()
     }
 }
 
@@ -151,13 +161,25 @@ impl Setup {
         format!("http://{addr}/hooks")
     }
 
-    /// An SNS message of `kind` carrying `message`, signed with version `version`.
+    /// An SNS message of `kind` carrying `message`, signed with version `version`, published
+    /// now.
     fn sns(&self, kind: &str, message: &str, version: &str) -> serde_json::Value {
+        let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        self.sns_at(kind, message, version, &now)
+    }
+
+    /// As [`sns`](Self::sns), with the signed `Timestamp` `timestamp`.
+    fn sns_at(
+        &self,
+        kind: &str,
+        message: &str,
+        version: &str,
+        timestamp: &str,
+    ) -> serde_json::Value {
         let id = format!(
             "sns-{}",
             NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         );
-        let timestamp = "2026-11-24T10:00:00.000Z";
         let mut text = format!("Message\n{message}\nMessageId\n{id}\n");
         let mut body = json!({
             "Type": kind, "MessageId": id, "TopicArn": TOPIC, "Message": message,
@@ -418,7 +440,11 @@ async fn sendgrid_mailgun_and_postmark_events_are_verified_and_applied() {
         { "email": "erin@example.com", "event": "delivered", "sg_event_id": "sg-0", "timestamp": 1_795_000_000 },
     ]))
     .unwrap();
-    let ts = "1795000000".to_owned();
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string();
     let sig = s.sendgrid_signature(&ts, &body);
     let headers = |sig: &str| {
         vec![
@@ -591,4 +617,219 @@ async fn the_https_fetcher_checks_the_servers_certificate() {
     let public_roots = HttpsFetch::new().unwrap();
     let refused = public_roots.get(&url).await.unwrap_err();
     assert!(refused.contains("TLS"), "{refused}");
+}
+
+/// Forged SNS messages cannot make the endpoint fetch certificates: one naming the real
+/// certificate's URL is refused with the certificate kept from the first fetch (20 forged
+/// messages, one fetch, also when they arrive together), and messages naming certificates
+/// that do not exist fetch at most 10 a minute (503 beyond, which SNS retries); a genuine
+/// message still verifies with the kept certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_sns_messages_do_not_refetch_the_certificate() {
+    let s = Setup::new();
+    let db = TestDb::new().await;
+    let url = s.serve(&db).await;
+    let sns = format!("{url}/sns");
+    let forged = |n: usize| {
+        let mut m = s.sns(
+            "Notification",
+            &ses_bounce("ann@example.com", "Permanent"),
+            "2",
+        );
+        m["Message"] = ses_bounce(&format!("victim{n}@example.com"), "Permanent").into();
+        serde_json::to_vec(&m).unwrap()
+    };
+    let posts: Vec<_> = (0..20).map(|n| post(&sns, forged(n), &[])).collect();
+    let codes: Vec<u16> = futures::future::join_all(posts)
+        .await
+        .into_iter()
+        .map(|(code, _)| code)
+        .collect();
+    assert!(codes.iter().all(|c| *c == 401), "{codes:?}");
+    for n in 20..40 {
+        assert_eq!(post(&sns, forged(n), &[]).await.0, 401);
+    }
+    assert_eq!(
+        s.sns.certificate_fetches(),
+        1,
+        "40 forged messages, one fetch: {:?}",
+        s.sns.fetched.lock().unwrap()
+    );
+
+    // Certificates that do not exist: at most 10 fetches a minute, a failed URL not again.
+    let mut answers = Vec::new();
+    for n in 0..20 {
+        let mut m = s.sns(
+            "Notification",
+            &ses_bounce("ann@example.com", "Permanent"),
+            "2",
+        );
+        m["SigningCertURL"] =
+            format!("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-x{n}.pem")
+                .into();
+        let body = serde_json::to_vec(&m).unwrap();
+        answers.push(post(&sns, body.clone(), &[]).await.0);
+        answers.push(post(&sns, body, &[]).await.0);
+    }
+    assert!(answers.iter().all(|c| *c == 503), "{answers:?}");
+    assert_eq!(
+        s.sns.certificate_fetches(),
+        10,
+        "at most 10 a minute, the first one included: {:?}",
+        s.sns.fetched.lock().unwrap()
+    );
+
+    // The genuine sender is not locked out: the kept certificate verifies it.
+    let genuine = s.sns(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "1",
+    );
+    let (code, body) = post(&sns, serde_json::to_vec(&genuine).unwrap(), &[]).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(s.sns.certificate_fetches(), 10);
+    let listed = entries(&db).await;
+    assert_eq!(listed.len(), 1, "only the genuine bounce: {listed:?}");
+}
+
+/// Signed timestamps are checked: an SNS message published in 2001 or with a `Timestamp`
+/// that is not a time, a SendGrid request signed in 2001 or with an unreadable timestamp,
+/// and timestamps far ahead of our clock are refused (signature valid or not) and write
+/// nothing; fresh ones inside the windows are accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_or_unreadable_signed_timestamps_are_refused() {
+    let s = Setup::new();
+    let db = TestDb::new().await;
+    let url = s.serve(&db).await;
+    let sns = format!("{url}/sns");
+    let now = SystemTime::now();
+    let iso = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
+    let hour = std::time::Duration::from_secs(3600);
+    for (timestamp, code) in [
+        ("2001-09-09T01:46:40.000Z".to_owned(), 403),
+        ("not-a-time".to_owned(), 400),
+        (iso(now - 3 * hour), 403),
+        (iso(now + hour), 403),
+    ] {
+        let m = s.sns_at(
+            "Notification",
+            &ses_bounce("ann@example.com", "Permanent"),
+            "2",
+            &timestamp,
+        );
+        let (got, body) = post(&sns, serde_json::to_vec(&m).unwrap(), &[]).await;
+        assert_eq!(got, code, "SNS Timestamp {timestamp}: {body}");
+        assert!(
+            body.contains("timestamp") || body.contains("Timestamp"),
+            "{body}"
+        );
+    }
+    assert!(
+        entries(&db).await.is_empty(),
+        "refused requests write nothing"
+    );
+    let recent = s.sns_at(
+        "Notification",
+        &ses_bounce("ann@example.com", "Permanent"),
+        "2",
+        &iso(now - hour),
+    );
+    let (got, body) = post(&sns, serde_json::to_vec(&recent).unwrap(), &[]).await;
+    assert_eq!(
+        got, 200,
+        "an hour old (SNS retries for up to an hour): {body}"
+    );
+
+    let sendgrid = format!("{url}/sendgrid");
+    let event = |n: u32| {
+        serde_json::to_vec(&json!([{ "email": format!("sg{n}@example.com"), "event": "bounce",
+            "type": "bounce", "sg_event_id": format!("sg-fresh-{n}"), "timestamp": 1_000_000_000 }]))
+        .unwrap()
+    };
+    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs().to_string();
+    for (n, (timestamp, code)) in [
+        ("1000000000".to_owned(), 403),
+        ("not-a-time".to_owned(), 400),
+        (unix(now - 26 * hour), 403),
+        (unix(now + hour), 403),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body = event(n as u32);
+        let sig = s.sendgrid_signature(&timestamp, &body);
+        let headers = [
+            ("X-Twilio-Email-Event-Webhook-Signature", sig),
+            ("X-Twilio-Email-Event-Webhook-Timestamp", timestamp.clone()),
+        ];
+        let (got, text) = post(&sendgrid, body, &headers).await;
+        assert_eq!(got, code, "SendGrid timestamp {timestamp}: {text}");
+    }
+    assert_eq!(entries(&db).await.len(), 1, "only the fresh SNS bounce");
+    let body = event(9);
+    let timestamp = unix(now - 23 * hour);
+    let headers = [
+        (
+            "X-Twilio-Email-Event-Webhook-Signature",
+            s.sendgrid_signature(&timestamp, &body),
+        ),
+        ("X-Twilio-Email-Event-Webhook-Timestamp", timestamp),
+    ];
+    let (got, text) = post(&sendgrid, body, &headers).await;
+    assert_eq!(got, 200, "23 hours old (SendGrid retries for 24): {text}");
+    assert_eq!(entries(&db).await.len(), 2);
+}
+
+/// A bounce naming 100,000 recipients (SES reports one event per recipient) is applied in
+/// full, each recipient suppressed once, and applying it again writes nothing. The time it
+/// took is printed (not asserted): batches of up to 1,000 events per transaction instead
+/// of one transaction per recipient.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounce_of_100000_recipients_is_applied_in_batches() {
+    let db = TestDb::new().await;
+    let recipients: Vec<_> = (0..100_000)
+        .map(|n| json!({ "emailAddress": format!("r{n}@example.com") }))
+        .collect();
+    let message = json!({
+        "notificationType": "Bounce",
+        "bounce": { "bounceType": "Permanent", "bounceSubType": "General",
+                    "timestamp": "2026-11-24T09:59:58.000Z", "bouncedRecipients": recipients },
+        "mail": { "messageId": "ses-big" },
+    });
+    let sns = outbox::smtp::events::sns::SnsMessage {
+        kind: "Notification".into(),
+        message_id: "big-1".into(),
+        topic_arn: TOPIC.into(),
+        subject: None,
+        message: message.to_string(),
+        timestamp: "2026-11-24T10:00:00.000Z".into(),
+        signature_version: "2".into(),
+        signature: String::new(),
+        signing_cert_url: CERT_URL.into(),
+        token: None,
+        subscribe_url: None,
+    };
+    let events = sns.ses_events().unwrap();
+    assert_eq!(events.len(), 100_000);
+    let suppressions = Admin::new(db.backend()).suppressions();
+    let policy = EventPolicy::default();
+    let started = std::time::Instant::now();
+    let written = apply_events(&suppressions, &policy, &events).await.unwrap();
+    eprintln!(
+        "applied 100,000 events in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(written, 100_000);
+    let all = SuppressionFilter::default();
+    assert_eq!(suppressions.count(&all).await.unwrap(), 100_000);
+    let started = std::time::Instant::now();
+    assert_eq!(
+        apply_events(&suppressions, &policy, &events).await.unwrap(),
+        0,
+        "each event once"
+    );
+    eprintln!(
+        "applied them again (all seen) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

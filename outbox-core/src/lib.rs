@@ -37,8 +37,8 @@ pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
     Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
     MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
-    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TypeCounts, TypeOutcomes,
-    Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, UNATTENDED_AFTER,
+    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse, TypeCounts,
+    TypeOutcomes, Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH, UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

@@ -132,7 +132,8 @@ impl FromStr for SuppressionReason {
 /// One entry of the suppression list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suppression {
-    /// The address, lowercased (`user@example.com`), or a whole domain (`@example.com`).
+    /// The address, normalized by [`normalize_address`] (`user@example.com`), or a whole
+    /// domain (`@example.com`).
     pub address: String,
     /// Which mail it stops.
     pub scope: SuppressionScope,
@@ -162,7 +163,8 @@ pub struct NewSuppression {
 }
 
 impl NewSuppression {
-    /// A suppression of `address` (checked and lowercased) in `scope`, for ever.
+    /// A suppression of `address` (checked and normalized by [`normalize_address`]) in
+    /// `scope`, for ever.
     pub fn new(
         address: &str,
         scope: SuppressionScope,
@@ -198,6 +200,20 @@ impl NewSuppression {
     }
 }
 
+/// The most token uses [`redeem_all`](crate::Suppressions::redeem_all) writes in one
+/// transaction; a longer list is written in transactions of this many.
+pub const MAX_TOKEN_BATCH: usize = 1_000;
+
+/// One use of a single-use token and the suppressions it brings (a provider event, an
+/// unsubscribe link): written only when the token was not used before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenUse {
+    /// The token's digest (a hash, never the token itself).
+    pub token: String,
+    /// The suppressions its first use adds.
+    pub entries: Vec<NewSuppression>,
+}
+
 /// Which suppressions to list: all, or those of one address (its own entries and its
 /// domain's), of one reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -228,7 +244,7 @@ pub struct SuppressedMessage {
 /// list it is mail of, and whether it is transactional.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuppressionProbe {
-    /// The address, lowercased.
+    /// The address, normalized by [`normalize_address`].
     pub address: String,
     /// Its domain entry (`@example.com`).
     pub domain: String,
@@ -287,35 +303,59 @@ impl SuppressionProbe {
     }
 }
 
-/// `address` trimmed and lowercased, checked: `local@domain` or `@domain`, at most
-/// [`MAX_SUPPRESSION_ADDRESS_LEN`] bytes, without spaces, control characters or brackets.
+/// `address` normalized the way receivers read it, and checked: trimmed, the local part
+/// lowercased, the domain mapped by IDNA (UTS 46: full-width letters to ASCII, invisible
+/// characters such as a soft hyphen or a zero-width space dropped, `。` to `.`, Unicode
+/// labels to their `xn--` form, a final dot dropped), so that every way of writing one
+/// mailbox names the same entry. `local@domain` or `@domain`, at most
+/// [`MAX_SUPPRESSION_ADDRESS_LEN`] bytes once normalized, without spaces, control
+/// characters or brackets; a domain IDNA refuses (or that holds other than letters, digits,
+/// `-`, `_` and dots once mapped) is refused with the reason.
 pub fn normalize_address(address: &str) -> Result<String, String> {
-    let a = address.trim().to_lowercase();
+    let trimmed = address.trim();
     let bad = |why: &str| {
         Err(format!(
             "{address:?} is not an address to suppress: {why}; give `user@example.com`, or \
              `@example.com` for a whole domain"
         ))
     };
-    if a.len() > MAX_SUPPRESSION_ADDRESS_LEN {
+    if trimmed.len() > 4 * MAX_SUPPRESSION_ADDRESS_LEN {
         return bad("it is longer than 254 bytes");
     }
-    if a.chars()
+    if trimmed
+        .chars()
         .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | '"'))
     {
         return bad("it holds a space, a control character, a bracket, a comma or a quote");
     }
-    let Some((local, domain)) = a.rsplit_once('@') else {
+    let Some((local, domain)) = trimmed.rsplit_once('@') else {
         return bad("it has no `@`");
     };
     if local.contains('@') {
         return bad("it has more than one `@`");
     }
+    let domain = match idna::domain_to_ascii_cow(domain.as_bytes(), idna::AsciiDenyList::URL) {
+        Ok(d) => d.into_owned(),
+        Err(_) => {
+            return bad("its domain is not a valid domain name (IDNA, UTS 46, refuses it)");
+        }
+    };
+    let domain = domain.strip_suffix('.').unwrap_or(&domain);
     if domain.is_empty() || !domain.contains('.') && domain != "localhost" {
         return bad("the domain after `@` is missing or has no dot");
     }
-    if domain.starts_with('.') || domain.ends_with('.') || domain.contains("..") {
+    if domain.starts_with('.') || domain.contains("..") {
         return bad("the domain has an empty label");
+    }
+    if !domain
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return bad("its domain holds characters other than letters, digits, `-`, `_` and dots");
+    }
+    let a = format!("{}@{domain}", local.to_lowercase());
+    if a.len() > MAX_SUPPRESSION_ADDRESS_LEN {
+        return bad("it is longer than 254 bytes");
     }
     Ok(a)
 }
@@ -356,6 +396,46 @@ mod tests {
             let e = normalize_address(bad).unwrap_err();
             assert!(e.contains("user@example.com"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn domains_are_mapped_as_receivers_resolve_them() {
+        for written in [
+            "ann@ｅｘａｍｐｌｅ.com", // full-width letters
+            "ann@EXAMPLE.COM",
+            "ann@exam\u{ad}ple.com",   // a soft hyphen
+            "ann@example.com\u{200b}", // a trailing zero-width space
+            "ann@example\u{3002}com",  // an ideographic full stop
+            "ann@example.com.",        // the root's dot
+        ] {
+            assert_eq!(
+                normalize_address(written).as_deref(),
+                Ok("ann@example.com"),
+                "{written:?}"
+            );
+        }
+        assert_eq!(
+            normalize_address("@Bücher.DE").as_deref(),
+            Ok("@xn--bcher-kva.de")
+        );
+        assert_eq!(
+            normalize_address("ann@xn--bcher-kva.de"),
+            normalize_address("ann@bücher.de")
+        );
+        for bad in [
+            "ann@exa%mple.com",
+            "ann@xn--a.com",
+            "ann@ex\u{fffd}ample.com",
+        ] {
+            let e = normalize_address(bad).unwrap_err();
+            assert!(e.contains("domain"), "{bad:?}: {e}");
+        }
+        let p = SuppressionProbe::new("Ann@ｅｘａｍｐｌｅ.com\u{200b}", None, false, "t", None)
+            .unwrap();
+        assert_eq!(
+            (p.address.as_str(), p.domain.as_str()),
+            ("ann@example.com", "@example.com")
+        );
     }
 
     #[test]

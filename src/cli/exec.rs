@@ -239,7 +239,7 @@ impl<B: Backend> Ctx<B> {
         println!("type:        {}", d.type_tag);
         println!("attempts:    {} of {}", d.attempts, d.max_attempts);
         if let Some(key) = &d.idempotency_key {
-            println!("key:         {key}");
+            println!("key:         {}", render::escape_control(key, false));
         }
         if let Some(t) = d.enqueued_at {
             println!("enqueued at: {}", render::time(t));
@@ -250,9 +250,7 @@ impl<B: Backend> Ctx<B> {
             render::duration(render::age(d.failed_at, now))
         );
         println!("last error:");
-        for line in d.last_error.lines() {
-            println!("  {line}");
-        }
+        render::print_stored_lines(&d.last_error);
         render::print_attempts_and_payload(&d.attempt_log, &d.payload);
         Ok(())
     }

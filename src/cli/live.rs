@@ -371,9 +371,7 @@ impl<B: Backend> Ctx<B> {
         }
         if let Some(e) = &m.last_error {
             println!("last error:");
-            for line in e.lines() {
-                println!("  {line}");
-            }
+            render::print_stored_lines(e);
         }
         render::print_attempts_and_payload(&m.attempt_log, &d.payload);
         Ok(())

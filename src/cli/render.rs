@@ -44,6 +44,33 @@ pub(crate) fn duration(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
+/// `s` (stored text: an SMTP reply, an error, a payload) safe to print on a terminal: each
+/// control character (escape sequences, carriage returns, bells, C1 controls) and each
+/// bidirectional override is written as `\u{…}` (a tab as `\t`), so a reply cannot move
+/// the cursor, rewrite what was printed or change the terminal's title. Line breaks are
+/// kept when `keep_newlines`.
+pub(crate) fn escape_control(s: &str, keep_newlines: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        match c {
+            '\n' if keep_newlines => out.push('\n'),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || bidi => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Prints stored text (an error, an SMTP reply) indented two spaces a line, its control
+/// characters escaped ([`escape_control`]).
+pub(crate) fn print_stored_lines(text: &str) {
+    for line in escape_control(text, true).lines() {
+        println!("  {line}");
+    }
+}
+
 /// `s` cut to `max` characters on one line, with `…` when cut.
 pub(crate) fn one_line(s: &str, max: usize) -> String {
     let flat: String = s
@@ -74,14 +101,12 @@ pub(crate) fn print_attempts_and_payload(log: &[crate::FailedAttempt], payload: 
                 "  #{} {}: {}",
                 a.attempt,
                 time(a.at),
-                one_line(&a.error, 200)
+                escape_control(&one_line(&a.error, 200), false)
             );
         }
     }
     println!("payload:");
-    for line in payload_pretty(payload).lines() {
-        println!("  {line}");
-    }
+    print_stored_lines(&payload_pretty(payload));
 }
 
 pub(crate) fn payload_pretty(payload: &[u8]) -> String {
@@ -125,6 +150,16 @@ mod tests {
         assert_eq!(rate(60.0 / 3600.0), "1/min");
         assert_eq!(rate(1.0 / 3600.0), "1/h");
         assert_eq!(rate(100.0 / 3600.0), "1.667/min");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            escape_control("550 \u{1b}[31mred\r\u{7}\u{9b}2J\u{202e}x\ty\nz", true),
+            "550 \\u{1b}[31mred\\u{d}\\u{7}\\u{9b}2J\\u{202e}x\\ty\nz"
+        );
+        assert_eq!(escape_control("a\nb", false), "a\\u{a}b");
+        assert_eq!(escape_control("plain ünïcode", true), "plain ünïcode");
     }
 
     #[test]

@@ -103,7 +103,8 @@ pub(crate) async fn prepare<B: Backend>(
             .extensions()
             .get::<OriginalUri>()
             .is_some_and(|OriginalUri(u)| u.scheme_str() == Some("https"));
-    if let Some(refusal) = refuse_back(request.uri().query().unwrap_or("").as_bytes()) {
+    let query = request.uri().query().unwrap_or("").as_bytes();
+    if let Some(refusal) = refuse_back(query).or_else(|| refuse_nul(query)) {
         return refusal;
     }
     let mut request = request;
@@ -124,7 +125,7 @@ pub(crate) async fn prepare<B: Backend>(
             )
                 .into_response();
         }
-        if let Some(refusal) = refuse_back(&bytes) {
+        if let Some(refusal) = refuse_back(&bytes).or_else(|| refuse_nul(&bytes)) {
             return refusal;
         }
         request = Request::from_parts(parts, Body::from(bytes));
@@ -166,6 +167,24 @@ fn refuse_back(form: &[u8]) -> Option<Response> {
         )
             .into_response()
     })
+}
+
+/// A 400 naming the field when a value in `form` (a query or a form body) holds a NUL
+/// character, which no filter or name can hold (PostgreSQL refuses it in text).
+fn refuse_nul(form: &[u8]) -> Option<Response> {
+    let (field, _) =
+        form_urlencoded::parse(form).find(|(k, v)| k.contains('\0') || v.contains('\0'))?;
+    let field: String = field.chars().filter(|c| !c.is_control()).take(40).collect();
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the field `{field}` holds a NUL character (%00), which no filter, name or \
+                 address can hold: remove it; nothing was changed\n"
+            ),
+        )
+            .into_response(),
+    )
 }
 
 /// True for an empty `back` (the overview) or a path on this site: one leading `/`, no

@@ -58,8 +58,12 @@ pub(crate) async fn suppressions_page<B: Backend>(
     };
     let (total, entries) = match (
         list.count(&filter).await,
-        list.list(&filter, PAGE_SIZE, query.page * u64::from(PAGE_SIZE))
-            .await,
+        list.list(
+            &filter,
+            PAGE_SIZE,
+            query.page.saturating_mul(u64::from(PAGE_SIZE)),
+        )
+        .await,
     ) {
         (Ok(total), Ok(entries)) => (total, entries),
         (Err(crate::Error::Config(why)), _) | (_, Err(crate::Error::Config(why))) => {
@@ -126,7 +130,7 @@ pub(crate) async fn suppressions_page<B: Backend>(
                         }
                     }
                 }
-                @if total > (query.page + 1) * u64::from(PAGE_SIZE) {
+                @if query.page.checked_add(1).and_then(|p| p.checked_mul(u64::from(PAGE_SIZE))).is_some_and(|seen| total > seen) {
                     p { a href=(ctx.url(&format!("/suppressions?address={}&reason={}&page={}", q(&query.address), q(&query.reason), query.page + 1))) { "Next page" } }
                 }
             }

@@ -32,6 +32,10 @@ pub const UNSUBSCRIBE_TOKEN_KIND: &str = "unsubscribe";
 /// * `GET {token}`: a minimal page naming the address and list, with a button that sends
 ///   the same POST. A GET never unsubscribes: link scanners and previews fetch URLs.
 ///
+/// Its pages carry the web admin's security headers (a Content-Security-Policy without
+/// scripts that forbids framing, `X-Frame-Options: DENY`, `nosniff`, `no-referrer`). A token
+/// must name one full address; one naming a whole domain gets 400.
+///
 /// The endpoint serves the public and needs no login; mount it where the base URL of
 /// [`Unsubscribe`](outbox_smtp::Unsubscribe) points, beside (not inside) the admin:
 ///
@@ -79,6 +83,7 @@ impl<B: Backend> UnsubscribeEndpoint<B> {
         });
         Router::new()
             .route("/{token}", get(confirm::<B>).post(unsubscribe::<B>))
+            .layer(axum::middleware::from_fn(super::headers::security_headers))
             .with_state(shared)
     }
 }
@@ -92,8 +97,16 @@ fn digest(token: &UnsubscribeToken) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The suppression one token asks for: its address in its list.
+/// The suppression one token asks for: its address in its list. A token must name one
+/// full address: one naming a whole domain (`@example.com`) is refused.
 fn suppression_of(token: &UnsubscribeToken) -> Result<NewSuppression, String> {
+    if token.address.trim().starts_with('@') {
+        return Err(format!(
+            "This unsubscribe link names a whole domain ({}), not one address; nothing was \
+             changed.",
+            token.address.trim()
+        ));
+    }
     let scope = SuppressionScope::List(token.list.clone());
     NewSuppression::new(&token.address, scope, SuppressionReason::Unsubscribe).map(|s| {
         s.source(format!(
@@ -164,6 +177,9 @@ async fn confirm<B: Backend>(
             "This unsubscribe link is not valid.",
         );
     };
+    if let Err(why) = suppression_of(&verified) {
+        return refused(StatusCode::BAD_REQUEST, &why);
+    }
     let body = page(
         "Unsubscribe",
         html! {

@@ -131,9 +131,11 @@ pub type EventHook = Arc<dyn Fn(&ProviderEvent) + Send + Sync>;
 /// configured provider (`/sns`, `/sendgrid`, `/mailgun`, `/postmark`).
 ///
 /// Each request is verified first — SNS's RSA signature with the certificate fetched from
-/// an SNS host and the topic checked, SendGrid's ECDSA P-256 signature, Mailgun's
-/// HMAC-SHA256 (a timestamp more than 9 hours off, or a token seen before, is refused), Postmark's basic
-/// authentication — and refused with 400 (not the provider's body), 401 or 403 (not
+/// an SNS host (once per URL, kept; at most 10 fetches a minute) and the topic checked, a
+/// signed `Timestamp` more than 2 hours old refused; SendGrid's ECDSA P-256 signature, a
+/// timestamp more than 25 hours old refused; Mailgun's HMAC-SHA256 (a timestamp more than 9
+/// hours off, or a token seen before, is refused); Postmark's basic authentication — and
+/// refused with 400 (not the provider's body), 401 or 403 (not
 /// verified) or 406 (a replayed Mailgun token: Mailgun does not retry it) before anything
 /// is written. Its events are
 /// then read into [`ProviderEvent`]s: hard bounces, complaints and unsubscribes suppress
@@ -198,51 +200,127 @@ impl<B: Backend> Webhooks<B> {
 struct Sns {
     topics: Vec<String>,
     fetch: Arc<dyn SnsFetch>,
-    /// Certificates that verified a message, by URL (at most [`MAX_CERTIFICATES`]).
-    certificates: Mutex<HashMap<String, Arc<Vec<u8>>>>,
+    /// Certificates fetched from SNS hosts, by URL.
+    certificates: Mutex<CertificateCache>,
+    /// Held while a certificate is fetched: concurrent requests naming the same new URL
+    /// wait for the one fetch instead of each fetching.
+    fetching: tokio::sync::Mutex<()>,
 }
 
 /// Signing certificates kept in memory (SNS uses one or two at a time).
 const MAX_CERTIFICATES: usize = 16;
 
+/// How long a kept certificate is trusted before a message it does not verify may fetch
+/// its URL again (SNS names a new certificate by a new URL, so this only matters when the
+/// file behind a URL is replaced, as when it expires).
+const REFETCH_AFTER: Duration = Duration::from_secs(3600);
+
+/// How long a URL whose fetch failed is not fetched again.
+const FAILED_FETCH_KEPT: Duration = Duration::from_secs(60);
+
+/// At most this many certificate fetches per [`FETCH_WINDOW`], whatever the URLs.
+const MAX_FETCHES: u32 = 10;
+/// The window [`MAX_FETCHES`] counts in.
+const FETCH_WINDOW: Duration = Duration::from_secs(60);
+
+/// The certificates fetched, the URLs whose fetch failed lately, and the fetch budget.
+#[derive(Default)]
+struct CertificateCache {
+    /// By URL: the body fetched and when.
+    kept: HashMap<String, (Arc<Vec<u8>>, std::time::Instant)>,
+    /// By URL: when its fetch failed.
+    failed: HashMap<String, std::time::Instant>,
+    /// When the current fetch window started, and the fetches in it.
+    window: Option<(std::time::Instant, u32)>,
+}
+
+impl CertificateCache {
+    /// Whether `url` may be fetched now (counting the fetch), or why not.
+    fn may_fetch(&mut self, url: &str, now: std::time::Instant) -> Result<(), &'static str> {
+        self.failed
+            .retain(|_, at| now.duration_since(*at) < FAILED_FETCH_KEPT);
+        if self.failed.contains_key(url) {
+            return Err("fetching the signing certificate failed a moment ago; try again later");
+        }
+        let (start, used) = match self.window {
+            Some((start, used)) if now.duration_since(start) < FETCH_WINDOW => (start, used),
+            _ => (now, 0),
+        };
+        if used >= MAX_FETCHES {
+            return Err(
+                "too many signing certificates fetched in the last minute; try again later",
+            );
+        }
+        self.window = Some((start, used + 1));
+        Ok(())
+    }
+
+    /// Keeps what `url` returned.
+    fn keep(&mut self, url: &str, certificate: Arc<Vec<u8>>, now: std::time::Instant) {
+        if self.kept.len() >= MAX_CERTIFICATES && !self.kept.contains_key(url) {
+            let oldest = self
+                .kept
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(u, _)| u.clone());
+            if let Some(oldest) = oldest {
+                self.kept.remove(&oldest);
+            }
+        }
+        self.failed.remove(url);
+        self.kept.insert(url.to_owned(), (certificate, now));
+    }
+}
+
 impl Sns {
-    /// Verifies `message` with the certificate at `url`: the one kept from an earlier
-    /// message, or (when none is kept, or the kept one no longer verifies: rotated or
-    /// expired) one fetched now, kept only once it verified.
+    /// Verifies `message` with the certificate at `url`. A certificate is fetched once per
+    /// URL and kept: a message it does not verify is refused without fetching it again
+    /// (forged messages cannot make the endpoint fetch), unless the kept one is older than
+    /// [`REFETCH_AFTER`] (the file was replaced when it expired). Fetches are limited to
+    /// [`MAX_FETCHES`] a minute, and a URL whose fetch failed is not tried again for a
+    /// minute: beyond that the request gets 503, which SNS retries.
     async fn verify(&self, message: &SnsMessage, url: &url::Url) -> Result<(), Response> {
         let now = SystemTime::now();
-        let kept = self
-            .certificates
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(url.as_str())
-            .cloned();
-        if let Some(certificate) = kept {
-            if message.verify(&certificate, now).is_ok() {
-                return Ok(());
+        let cache = || self.certificates.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = cache().kept.get(url.as_str()).cloned();
+        let stale = match &kept {
+            Some((certificate, fetched)) => match message.verify(certificate, now) {
+                Ok(()) => return Ok(()),
+                Err(e) if fetched.elapsed() < REFETCH_AFTER => return Err(refused(&e, "sns")),
+                Err(_) => fetched.elapsed() >= REFETCH_AFTER,
+            },
+            None => false,
+        };
+        let _one_fetch = self.fetching.lock().await;
+        // Another request may have fetched it while this one waited.
+        if let Some((certificate, fetched)) = cache().kept.get(url.as_str()).cloned() {
+            if !stale || fetched.elapsed() < REFETCH_AFTER {
+                return message
+                    .verify(&certificate, now)
+                    .map_err(|e| refused(&e, "sns"));
             }
-            self.certificates
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(url.as_str());
+        }
+        if let Err(why) = cache().may_fetch(url.as_str(), std::time::Instant::now()) {
+            tracing::warn!(url = %url, "not fetching the SNS signing certificate: {why}");
+            return Err((StatusCode::SERVICE_UNAVAILABLE, why).into_response());
         }
         let certificate = match self.fetch.get(url).await {
-            Ok(c) => c,
+            Ok(c) => Arc::new(c),
             Err(e) => {
                 tracing::warn!(url = %url, error = %e, "cannot fetch the SNS signing certificate");
+                cache()
+                    .failed
+                    .insert(url.to_string(), std::time::Instant::now());
                 let why = "cannot fetch the signing certificate";
                 return Err((StatusCode::SERVICE_UNAVAILABLE, why).into_response());
             }
         };
+        // What an SNS host sent over TLS is its certificate, whether or not this message
+        // verifies with it.
+        cache().keep(url.as_str(), certificate.clone(), std::time::Instant::now());
         message
             .verify(&certificate, now)
-            .map_err(|e| refused(&e, "sns"))?;
-        let mut kept = self.certificates.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= MAX_CERTIFICATES {
-            kept.clear();
-        }
-        kept.insert(url.to_string(), Arc::new(certificate));
-        Ok(())
+            .map_err(|e| refused(&e, "sns"))
     }
 }
 
@@ -290,6 +368,7 @@ impl<B: Backend> Webhooks<B> {
             topics: topics.into_iter().map(Into::into).collect(),
             fetch,
             certificates: Mutex::default(),
+            fetching: tokio::sync::Mutex::new(()),
         });
         self
     }
@@ -341,30 +420,37 @@ impl<B: Backend> Webhooks<B> {
 
 /// Applies `events` to the suppression list under `policy`: each event that calls for a
 /// suppression writes it once (recorded by the event's id, in the same transaction), so a
-/// repeated event changes nothing. Returns how many suppressions were written. For events
-/// read outside the web endpoint, such as bounce reports fed in as mail
+/// repeated event changes nothing. Returns how many suppressions were written. Events are
+/// written in transactions of up to [`MAX_TOKEN_BATCH`](crate::MAX_TOKEN_BATCH) (a bounce
+/// naming 100,000 recipients is 100 transactions). For events read outside the web
+/// endpoint, such as bounce reports fed in as mail
 /// ([`dsn::events`](crate::smtp::events::dsn::events)).
 pub async fn apply_events<B: Backend>(
     suppressions: &Suppressions<B>,
     policy: &EventPolicy,
     events: &[ProviderEvent],
 ) -> Result<u64, crate::Error> {
+    let (applied, uses): (Vec<&ProviderEvent>, Vec<crate::TokenUse>) = events
+        .iter()
+        .filter_map(|event| {
+            let entry = policy.suppression(event)?;
+            let token = digest(&format!("{}:{}", event.provider, event.id));
+            let entries = vec![entry];
+            Some((event, crate::TokenUse { token, entries }))
+        })
+        .unzip();
+    let new = suppressions.redeem_all(EVENT_TOKEN_KIND, &uses).await?;
     let mut written = 0;
-    for event in events {
-        let Some(entry) = policy.suppression(event) else {
+    for ((event, used), new) in applied.iter().zip(&uses).zip(new) {
+        if !new {
             continue;
-        };
-        let key = digest(&format!("{}:{}", event.provider, event.id));
-        if suppressions
-            .redeem(EVENT_TOKEN_KIND, &key, std::slice::from_ref(&entry))
-            .await?
-        {
-            tracing::info!(
-                provider = event.provider, kind = %event.kind, message.id = event.outbox_id.as_deref(),
-                "suppressed {} ({}) after a provider event", entry.address, entry.scope
-            );
-            written += 1;
         }
+        let entry = &used.entries[0];
+        tracing::info!(
+            provider = event.provider, kind = %event.kind, message.id = event.outbox_id.as_deref(),
+            "suppressed {} ({}) after a provider event", entry.address, entry.scope
+        );
+        written += 1;
     }
     Ok(written)
 }
@@ -477,6 +563,7 @@ async fn sendgrid_post<B: Backend>(
         header(sendgrid::TIMESTAMP_HEADER),
         &body,
         header(sendgrid::SIGNATURE_HEADER),
+        SystemTime::now(),
     );
     if let Err(e) = verified {
         return refused(&e, "sendgrid");

@@ -23,6 +23,97 @@ pub struct Later {
     pub n: i64,
 }
 
+/// A mail whose receiving server answers with terminal escape sequences.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.hostile", max_attempts = 2)]
+pub struct Hostile {
+    pub n: i64,
+}
+
+/// An SMTP reply that would recolour the terminal, set its title, clear the screen (a C1
+/// CSI) and overwrite the line (a carriage return) if printed raw.
+const HOSTILE_REPLY: &str =
+    "550 5.1.1 \u{1b}[31mred\u{1b}]0;owned\u{7} \u{9b}2J\rfake: delivered \u{202e}txt";
+
+/// The characters that must never reach the terminal from stored text.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| (c.is_control() && *c != '\n') || *c == '\u{202e}')
+        .collect()
+}
+
+/// `dead show` and `messages show` print stored SMTP replies with their control characters
+/// escaped (`\u{1b}`), never raw; `--json` keeps the text exact.
+pub async fn stored_replies_are_printed_with_control_characters_escaped<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let mut tx = h.pool().begin().await.unwrap();
+    let _ = Hostile { n: 1 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let outbox_of = || {
+        Outbox::new(h.backend()).register::<Hostile, _>(
+            |_: Hostile, ctx: MessageContext| async move {
+                if ctx.attempt() < 2 {
+                    Err::<(), _>(HandlerError::retry_after(
+                        Duration::from_secs(3600),
+                        HOSTILE_REPLY,
+                    ))
+                } else {
+                    Err(HandlerError::permanent(HOSTILE_REPLY))
+                }
+            },
+        )
+    };
+    // First attempt: retrying, its last error stored.
+    outbox_of().drain().await.unwrap();
+    let live = outbox(&url, &["messages", "list", "--json"])
+        .succeeded()
+        .json();
+    let id = live["messages"][0]["id"]
+        .as_str()
+        .expect("a live message")
+        .to_owned();
+    let shown = outbox(&url, &["messages", "show", &id])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        raw_controls(&shown).is_empty(),
+        "raw controls {:?} in {shown}",
+        raw_controls(&shown)
+    );
+    assert!(shown.contains("\\u{1b}[31mred"), "{shown}");
+    assert!(shown.contains("\\u{9b}2J\\u{d}fake"), "{shown}");
+    // Second attempt: a dead letter.
+    outbox(&url, &["messages", "retry", &id]).succeeded();
+    outbox_of().drain().await.unwrap();
+    let dead = outbox(&url, &["dead", "list", "--json"]).succeeded().json();
+    let id = dead["dead_letters"][0]["id"]
+        .as_str()
+        .expect("a dead letter")
+        .to_owned();
+    let shown = outbox(&url, &["dead", "show", &id])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        raw_controls(&shown).is_empty(),
+        "raw controls {:?} in {shown}",
+        raw_controls(&shown)
+    );
+    assert!(shown.contains("\\u{1b}]0;owned\\u{7}"), "{shown}");
+    let exact = outbox(&url, &["dead", "show", &id, "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(
+        exact["last_error"]
+            .as_str()
+            .map(|e| e.contains(HOSTILE_REPLY)),
+        Some(true),
+        "{exact:#}"
+    );
+}
+
 /// What one run of the binary did.
 #[derive(Debug)]
 pub struct Run {

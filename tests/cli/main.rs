@@ -71,6 +71,10 @@ macro_rules! cli_cases {
                 cases::an_unmigrated_database_says_to_migrate::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stored_replies_are_printed_with_control_characters_escaped() {
+                cases::stored_replies_are_printed_with_control_characters_escaped::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_drain_exit_code_and_work() {
                 embedded::drain_exit_code_and_work::<H>().await
             }

@@ -78,6 +78,76 @@ macro_rules! port {
             }
 
             outbox::port_suite!(fresh);
+
+            /// Entries written before addresses were normalized (stored as the old rule
+            /// wrote them: trimmed and lowercased) are moved to their normal form by
+            /// `migrate`, keeping their reason, source and dates, so they stop mail to
+            /// every spelling; when the normal form exists already it wins; an address
+            /// that cannot be normalized stays, listed and removable by its text.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn entries_written_before_normalization_are_normalized_by_migrate() {
+                use outbox::store::{Now, SuppressionProbe, SuppressionStore};
+                use outbox::{SuppressionFilter, SuppressionReason, SuppressionScope};
+                let port: Port<$harness> = fresh().await;
+                let insert = "INSERT INTO outbox_suppressions \
+                    (address, scope, reason, source, created_at, expires_at) VALUES ";
+                for values in [
+                    "('ann@ｅｘａｍｐｌｅ.com', '*', 'hard_bounce', 'ses 1', 1000, NULL)",
+                    "('@bücher.de', 'list:weekly', 'unsubscribe', NULL, 2000, NULL)",
+                    "('bob@exam\u{ad}ple.com', '*', 'complaint', 'old', 3000, NULL)",
+                    "('bob@example.com', '*', 'manual', 'new', 4000, NULL)",
+                    "('cy@exa\u{fffd}mple.com', '*', 'manual', NULL, 5000, NULL)",
+                ] {
+                    sqlx::query(sqlx::AssertSqlSafe(format!("{insert}{values}")))
+                        .execute(port.db.pool())
+                        .await
+                        .unwrap();
+                }
+                let b = port.backend();
+                b.migrate().await.expect("migrate again");
+                let all = SuppressionFilter::default();
+                let mut listed: Vec<(String, String, SuppressionReason, Option<String>)> = b
+                    .list_suppressions(&all, 10, 0)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| (e.address, e.scope.key(), e.reason, e.source))
+                    .collect();
+                listed.sort_by(|x, y| x.0.cmp(&y.0));
+                use SuppressionReason::*;
+                let s = |t: &str| Some(t.to_owned());
+                assert_eq!(
+                    listed,
+                    [
+                        (
+                            "@xn--bcher-kva.de".into(),
+                            "list:weekly".into(),
+                            Unsubscribe,
+                            None
+                        ),
+                        ("ann@example.com".into(), "*".into(), HardBounce, s("ses 1")),
+                        ("bob@example.com".into(), "*".into(), Manual, s("new")),
+                        ("cy@exa\u{fffd}mple.com".into(), "*".into(), Manual, None),
+                    ]
+                );
+                let probe = |a: &str, list: Option<&str>| {
+                    SuppressionProbe::new(a, list, false, "t", None).expect("an address")
+                };
+                let probes = [
+                    probe("ANN@ｅｘａｍｐｌｅ.com", None),
+                    probe("ann@example.com", None),
+                    probe("zoe@Bücher.de", Some("weekly")),
+                    probe("zoe@xn--bcher-kva.de", Some("weekly")),
+                ];
+                let found = b.check_suppressions(&probes, Now::Database).await.unwrap();
+                assert!(found.iter().all(Option::is_some), "{found:?}");
+                assert!(b
+                    .remove_suppression("cy@exa\u{fffd}mple.com", &SuppressionScope::All)
+                    .await
+                    .unwrap());
+                b.migrate().await.expect("a third time changes nothing");
+                assert_eq!(b.count_suppressions(&all).await.unwrap(), 3);
+            }
         }
     };
 }

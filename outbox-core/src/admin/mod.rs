@@ -17,7 +17,7 @@ pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
     LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
     Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
-    SuppressionScope, TypeCounts, TypeOutcomes, WorkersSeen,
+    SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, WorkersSeen, MAX_TOKEN_BATCH,
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;

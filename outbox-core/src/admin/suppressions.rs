@@ -8,7 +8,7 @@ use crate::{
     error::Error,
     store::{
         Backend, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
-        SuppressionScope,
+        SuppressionScope, TokenUse, MAX_TOKEN_BATCH,
     },
 };
 
@@ -111,5 +111,23 @@ impl<B: Backend> Suppressions<B> {
         self.backend
             .use_token(kind, digest, entries, self.clock.database_now())
             .await
+    }
+
+    /// [`redeem`](Self::redeem) for many tokens of `kind`: each use whose token was not
+    /// used before records it and adds its entries; for each use, whether it was new. Written
+    /// in transactions of at most [`MAX_TOKEN_BATCH`] uses, one statement per table each, so
+    /// an event naming 100,000 recipients is 100 transactions, not 100,000. When one fails,
+    /// the batches before it stay written (their tokens are spent; a retry of the whole list
+    /// writes only the rest).
+    pub async fn redeem_all(&self, kind: &str, uses: &[TokenUse]) -> Result<Vec<bool>, Error> {
+        let mut new = Vec::with_capacity(uses.len());
+        for batch in uses.chunks(MAX_TOKEN_BATCH) {
+            let written = self
+                .backend
+                .use_tokens(kind, batch, self.clock.database_now())
+                .await?;
+            new.extend(written);
+        }
+        Ok(new)
     }
 }

@@ -168,6 +168,8 @@ macro_rules! port_suite {
             suppressions::the_check_finds_the_entry_in_force,
             suppressions::a_suppressed_settlement_is_kept_counted_and_pruned,
             suppressions::a_token_is_used_once,
+            suppressions::a_batch_of_tokens_is_used_once_each,
+            suppressions::unicode_spellings_of_an_address_name_one_entry,
             shaping::sites_are_configured_and_listed,
             shaping::a_site_spends_tokens_and_caps_messages_in_flight,
             shaping::rule_matches_are_counted_in_their_window,

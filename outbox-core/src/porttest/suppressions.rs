@@ -12,7 +12,7 @@ use crate::{
     enqueue::NewMessage,
     store::{
         GroupStore, NewSuppression, SuppressionFilter, SuppressionProbe, SuppressionReason,
-        SuppressionScope, SuppressionStore,
+        SuppressionScope, SuppressionStore, TokenUse, MAX_TOKEN_BATCH,
     },
 };
 
@@ -410,4 +410,151 @@ pub async fn a_token_is_used_once<H: PortHarness>(h: &H) {
     assert!(again.await.unwrap(), "forgotten: usable again");
     let other = b.use_token("unsubscribe", "digest-1", &[], Now::At(at(1_005)));
     assert!(!other.await.unwrap(), "other kinds are kept");
+}
+
+/// A batch of token uses is written in one call: the tokens not used before (and the first
+/// of a token named twice) add their entries, those used before add nothing, and the
+/// answer says which was which, in order; a batch over [`MAX_TOKEN_BATCH`] is refused.
+pub async fn a_batch_of_tokens_is_used_once_each<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let used = |n: u32| TokenUse {
+        token: format!("event-{n}"),
+        entries: vec![entry(
+            &format!("r{n}@example.com"),
+            "*",
+            SuppressionReason::HardBounce,
+        )],
+    };
+    assert!(b
+        .use_token("event", "event-1", &[], Now::At(at(0)))
+        .await
+        .unwrap());
+    let mut batch: Vec<TokenUse> = (0..MAX_TOKEN_BATCH as u32 - 1).map(used).collect();
+    batch.push(used(2));
+    let new = b.use_tokens("event", &batch, Now::At(at(1))).await.unwrap();
+    assert_eq!(new.len(), MAX_TOKEN_BATCH);
+    assert!(new[0] && !new[1] && new[2], "{:?}", &new[..3]);
+    assert!(
+        !new[MAX_TOKEN_BATCH - 1],
+        "named twice: new the first time only"
+    );
+    assert_eq!(new.iter().filter(|n| **n).count(), MAX_TOKEN_BATCH - 2);
+    let all = SuppressionFilter::default();
+    assert_eq!(
+        b.count_suppressions(&all).await.unwrap(),
+        MAX_TOKEN_BATCH as u64 - 2,
+        "r1 was used before the batch"
+    );
+    let one = SuppressionFilter {
+        address: Some("r1@example.com".into()),
+        ..SuppressionFilter::default()
+    };
+    assert_eq!(b.count_suppressions(&one).await.unwrap(), 0);
+    let again = b
+        .use_tokens("event", &batch[..10], Now::At(at(2)))
+        .await
+        .unwrap();
+    assert_eq!(again, vec![false; 10], "a repeated batch writes nothing");
+    let other = b
+        .use_tokens("unsubscribe", &batch[..2], Now::At(at(3)))
+        .await
+        .unwrap();
+    assert_eq!(other, vec![true, true], "tokens are per kind");
+    let too_many: Vec<TokenUse> = (0..MAX_TOKEN_BATCH as u32 + 1).map(used).collect();
+    let refused = b.use_tokens("event", &too_many, Now::At(at(4))).await;
+    assert!(refused.is_err(), "more than MAX_TOKEN_BATCH");
+}
+
+/// Addresses are normalized as receivers read them before they are stored and before they
+/// are looked up: an entry written with full-width letters, a soft hyphen, a zero-width
+/// space or `。` is stored once, as plain ASCII, and stops mail to every spelling of the
+/// address (at enqueue and in the check before sending); a filter or a removal in any
+/// spelling finds it; a domain IDNA refuses is refused with the reason.
+pub async fn unicode_spellings_of_an_address_name_one_entry<H: PortHarness>(h: &H) {
+    use SuppressionReason::*;
+    let b = h.backend();
+    let entries = [
+        entry("ann@ｅｘａｍｐｌｅ.com", "*", HardBounce),
+        entry("@blocked\u{3002}test", "*", Complaint),
+        entry("cid@Bücher.de", "*", Manual),
+    ];
+    assert_eq!(
+        b.add_suppressions(&entries, Now::At(at(0))).await.unwrap(),
+        3
+    );
+    let all = SuppressionFilter::default();
+    let mut stored: Vec<String> = b
+        .list_suppressions(&all, 10, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.address)
+        .collect();
+    stored.sort();
+    assert_eq!(
+        stored,
+        ["@blocked.test", "ann@example.com", "cid@xn--bcher-kva.de"],
+        "stored normalized"
+    );
+    let again = [entry("ANN@exam\u{ad}ple.com\u{200b}", "*", HardBounce)];
+    b.add_suppressions(&again, Now::At(at(1))).await.unwrap();
+    assert_eq!(
+        b.count_suppressions(&all).await.unwrap(),
+        3,
+        "the same entry"
+    );
+
+    let spellings = [
+        "ann@ｅｘａｍｐｌｅ.com",
+        "ann@exam\u{ad}ple.com",
+        "ann@example.com\u{200b}",
+        "ann@example\u{3002}com",
+        "zed@ＢＬＯＣＫＥＤ.test",
+        "cid@xn--bcher-kva.de",
+        "cid@BÜCHER.de",
+    ];
+    let rows: Vec<NewMessage> = spellings
+        .iter()
+        .zip(1..)
+        .map(|(a, n)| mail(n, a, None, false, None))
+        .collect();
+    let mut rows = rows;
+    rows.push(mail(99, "bob@example.com", None, false, None));
+    let written = insert(h, &rows).await;
+    let c = counts(h, T, at(2)).await;
+    assert_eq!((c.pending, c.suppressed), (1, 7), "{c:?}");
+    let claimed = claim(h, T, "w", 100, at(2)).await;
+    assert_eq!(
+        ids(&claimed),
+        [written[7].clone()],
+        "only bob's mail is queued"
+    );
+
+    let probes: Vec<SuppressionProbe> = spellings
+        .iter()
+        .map(|a| SuppressionProbe::new(a, None, false, T, None).expect("an address"))
+        .collect();
+    let found = b.check_suppressions(&probes, Now::At(at(3))).await.unwrap();
+    assert!(found.iter().all(Option::is_some), "{found:?}");
+
+    let filter = SuppressionFilter {
+        address: Some("Ann@ｅｘａｍｐｌｅ.com".into()),
+        ..SuppressionFilter::default()
+    };
+    assert_eq!(b.count_suppressions(&filter).await.unwrap(), 1);
+    assert!(b
+        .remove_suppression("ann@example\u{3002}com\u{200b}", &SuppressionScope::All)
+        .await
+        .unwrap());
+    assert_eq!(b.count_suppressions(&all).await.unwrap(), 2);
+
+    let refused = [entry("ann@example.com", "*", HardBounce)];
+    let mut refused = refused;
+    refused[0].address = "ann@exa%mple.com".into();
+    let e = b
+        .add_suppressions(&refused, Now::At(at(4)))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("domain"), "{e}");
 }

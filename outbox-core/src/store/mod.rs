@@ -38,8 +38,8 @@ pub use crate::clock::{Due, Now};
 pub use crate::shaping::{RuleAction, ShapingRule, SiteDecision, SiteLimit, SiteState};
 pub use crate::suppression::{
     normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
-    SuppressionProbe, SuppressionReason, SuppressionScope, MAX_SCOPE_NAME_LEN,
-    MAX_SUPPRESSION_ADDRESS_LEN,
+    SuppressionProbe, SuppressionReason, SuppressionScope, TokenUse, MAX_SCOPE_NAME_LEN,
+    MAX_SUPPRESSION_ADDRESS_LEN, MAX_TOKEN_BATCH,
 };
 pub use breakers::{BreakerState, ProbeFailure, ProbeGrant, BREAKER_POLL};
 pub use bucket::{BucketState, RateLimit};
@@ -508,6 +508,16 @@ pub trait SuppressionStore: Send + Sync + 'static {
         entries: &'a [NewSuppression],
         now: Now,
     ) -> BoxFuture<'a, Result<bool, Error>>;
+    /// Records the uses of the tokens of `kind` in `uses` at `now` and adds the entries of
+    /// those not used before, in one transaction (a token named twice counts once, the
+    /// first time); for each use, whether its token was new. At most [`MAX_TOKEN_BATCH`]
+    /// uses: more is a [`Error::Config`].
+    fn use_tokens<'a>(
+        &'a self,
+        kind: &'a str,
+        uses: &'a [TokenUse],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<bool>, Error>>;
 }
 
 /// Per-domain traffic shaping: the sites' limits and state, the slots of messages in flight,

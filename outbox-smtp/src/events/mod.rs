@@ -188,6 +188,32 @@ pub enum WebhookError {
     Body(String),
 }
 
+/// How far ahead of our clock a signed timestamp may be (the provider's clock and ours
+/// disagree a little).
+pub const MAX_CLOCK_AHEAD: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Refuses a signed timestamp `at` older than `max_age` at `now`, or more than
+/// [`MAX_CLOCK_AHEAD`] ahead of it: a captured request cannot be replayed later.
+pub(crate) fn check_fresh(
+    at: SystemTime,
+    now: SystemTime,
+    max_age: std::time::Duration,
+) -> Result<(), WebhookError> {
+    match now.duration_since(at) {
+        Ok(age) if age > max_age => Err(WebhookError::Refused(format!(
+            "the signed timestamp is {} s old (at most {} s are accepted)",
+            age.as_secs(),
+            max_age.as_secs()
+        ))),
+        Err(ahead) if ahead.duration() > MAX_CLOCK_AHEAD => Err(WebhookError::Refused(format!(
+            "the signed timestamp is {} s ahead of this server's clock (at most {} s)",
+            ahead.duration().as_secs(),
+            MAX_CLOCK_AHEAD.as_secs()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Constant-time equality of two byte strings (for signatures and passwords).
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0

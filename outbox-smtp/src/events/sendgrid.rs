@@ -2,12 +2,19 @@
 //! `X-Twilio-Email-Event-Webhook-Signature`) over the timestamp header followed by the raw
 //! body, checked with the verification key SendGrid shows (base64 DER public key).
 
+use std::time::{Duration, SystemTime};
+
 use base64::Engine as _;
 use p256::ecdsa::{signature::Verifier, DerSignature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey;
 use serde_json::Value;
 
-use super::{sns::parse_time_unix, EventKind, ProviderEvent, WebhookError};
+use super::{check_fresh, sns::parse_time_unix, EventKind, ProviderEvent, WebhookError};
+
+/// The oldest signed timestamp accepted: SendGrid retries an event for up to 24 hours after
+/// it occurred, so 25 hours. (Repeats inside the window change nothing: each event is
+/// applied once, by its `sg_event_id`.)
+pub const MAX_AGE: Duration = Duration::from_secs(25 * 3600);
 
 /// The header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "X-Twilio-Email-Event-Webhook-Signature";
@@ -37,12 +44,15 @@ impl SendGridKey {
             })
     }
 
-    /// Verifies `signature` (the header, base64 DER) over `timestamp` followed by `body`.
+    /// Verifies `signature` (the header, base64 DER) over `timestamp` followed by `body`,
+    /// then that `timestamp` (unix seconds) is at most [`MAX_AGE`] old at `now` and not more
+    /// than [`MAX_CLOCK_AHEAD`](super::MAX_CLOCK_AHEAD) ahead of it.
     pub fn verify(
         &self,
         timestamp: &str,
         body: &[u8],
         signature: &str,
+        now: SystemTime,
     ) -> Result<(), WebhookError> {
         let bad = |why: &str| WebhookError::Signature(why.to_owned());
         let sig = base64::engine::general_purpose::STANDARD
@@ -55,7 +65,18 @@ impl SendGridKey {
         signed.extend_from_slice(body);
         self.0
             .verify(&signed, &sig)
-            .map_err(|_| bad("the signature does not match the timestamp, the body and the key"))
+            .map_err(|_| bad("the signature does not match the timestamp, the body and the key"))?;
+        let at = timestamp
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(parse_time_unix)
+            .ok_or_else(|| {
+                WebhookError::Body(format!(
+                    "the signed timestamp {timestamp:?} is not unix seconds"
+                ))
+            })?;
+        check_fresh(at, now, MAX_AGE)
     }
 }
 

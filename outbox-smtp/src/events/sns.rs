@@ -7,15 +7,20 @@
 //! own; the caller fetches the certificate from there (over TLS, which proves the host) and
 //! hands it to [`SnsMessage::verify`]. The topic is checked against the ones the
 //! application subscribed ([`SnsMessage::check_topic`]); a `SubscriptionConfirmation` is
-//! confirmed by fetching its `SubscribeURL`, checked the same way.
+//! confirmed by fetching its `SubscribeURL`, checked the same way. A message whose signed
+//! `Timestamp` is older than [`MAX_AGE`] (or unreadable) is refused.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{EventKind, ProviderEvent, WebhookError};
+use super::{check_fresh, EventKind, ProviderEvent, WebhookError};
+
+/// The oldest signed `Timestamp` accepted: SNS retries a delivery to an HTTPS endpoint for
+/// at most an hour (a hard limit of its delivery policies), so two hours.
+pub const MAX_AGE: Duration = Duration::from_secs(2 * 3600);
 
 /// One SNS message as posted to an HTTPS subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -147,7 +152,9 @@ impl SnsMessage {
     }
 
     /// Verifies the signature with `certificate` (PEM or DER; fetched from
-    /// `signing_cert_url` after [`check_sns_cert_url`]), which must be valid at `now`.
+    /// `signing_cert_url` after [`check_sns_cert_url`]), which must be valid at `now`; then
+    /// that the signed `Timestamp` is at most [`MAX_AGE`] old at `now` and not more than
+    /// [`MAX_CLOCK_AHEAD`](super::MAX_CLOCK_AHEAD) ahead of it.
     pub fn verify(&self, certificate: &[u8], now: SystemTime) -> Result<(), WebhookError> {
         check_sns_cert_url(&self.signing_cert_url)?;
         let bad = |why: String| WebhookError::Signature(why);
@@ -179,7 +186,16 @@ impl SnsMessage {
         let key = &cert.public_key().subject_public_key.data;
         ring::signature::UnparsedPublicKey::new(algorithm, key.as_ref())
             .verify(self.string_to_sign()?.as_bytes(), &signature)
-            .map_err(|_| bad("the signature does not match the message and the certificate".into()))
+            .map_err(|_| {
+                bad("the signature does not match the message and the certificate".into())
+            })?;
+        let at = parse_time(&self.timestamp).ok_or_else(|| {
+            WebhookError::Body(format!(
+                "the signed Timestamp {:?} is not an ISO 8601 time",
+                self.timestamp
+            ))
+        })?;
+        check_fresh(at, now, MAX_AGE)
     }
 
     /// Refuses a message from a topic not in `topics` (the ARNs the application

@@ -252,6 +252,10 @@ static QUERIES: Queries = Queries {
     prune_suppressed_delete: include_str!("queries/prune_suppressed_delete.sql"),
     groups_suppressed: include_str!("queries/groups_suppressed.sql"),
     token_use: include_str!("queries/token_use.sql"),
+    tokens_used: include_str!("queries/tokens_used.sql"),
+    tokens_use: include_str!("queries/tokens_use.sql"),
+    suppressions_unnormalized: include_str!("queries/suppressions_unnormalized.sql"),
+    suppression_keep: include_str!("queries/suppression_keep.sql"),
     tokens_forget: include_str!("queries/tokens_forget.sql"),
     site_soft_commit: "SET LOCAL synchronous_commit TO OFF",
     site_refund: include_str!("queries/site_refund.sql"),
@@ -374,6 +378,7 @@ impl Backend for PostgresBackend {
             // A pre-release schema step that read apalis' tables was withdrawn.
             ours.set_ignore_missing(true);
             ours.run(&self.pool).await?;
+            crate::backend::sql::suppressions::normalize_stored_addresses(self).await?;
             Ok(())
         })
     }

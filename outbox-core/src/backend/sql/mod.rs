@@ -17,7 +17,7 @@ mod breakers;
 pub(crate) mod enqueue;
 pub(crate) mod rows;
 mod shaping;
-mod suppressions;
+pub(crate) mod suppressions;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -322,6 +322,14 @@ pub struct Queries {
     pub groups_suppressed: &'static str,
     /// Records a single-use token unless it was used.
     pub token_use: &'static str,
+    /// Which of a batch of tokens were used before (locked where the database can).
+    pub tokens_used: &'static str,
+    /// Records a batch of single-use tokens, leaving those used before.
+    pub tokens_use: &'static str,
+    /// Entries whose address holds a non-ASCII character, in key order.
+    pub suppressions_unnormalized: &'static str,
+    /// Writes one entry as it was unless its address and scope exist.
+    pub suppression_keep: &'static str,
     /// Forgets old used tokens of one kind.
     pub tokens_forget: &'static str,
     /// Run first in the transactions of a site's grant and release, or empty: shaping

@@ -15,7 +15,7 @@ use crate::{
     error::Error,
     store::{
         normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
-        SuppressionProbe, SuppressionScope, SuppressionStore,
+        SuppressionProbe, SuppressionScope, SuppressionStore, TokenUse, MAX_TOKEN_BATCH,
     },
 };
 
@@ -123,6 +123,59 @@ fn filter_keys(filter: &SuppressionFilter) -> Result<(Option<String>, Option<Str
     Ok((Some(address), Some(domain)))
 }
 
+/// Rewrites the entries written before addresses were normalized ([`normalize_address`]
+/// maps a domain by IDNA since): every entry whose address holds a non-ASCII character is
+/// read, in pages of 500 by key, and one that normalizes to another address is moved there
+/// with its reason, source and dates, in one transaction each (when an entry of the
+/// normalized address and scope exists already, it is kept and the old one dropped). An
+/// address that cannot be normalized is left as it is (listed and removable by its stored
+/// text). Run by every backend's `migrate`; returns how many entries moved.
+pub(crate) async fn normalize_stored_addresses<D: Dialect>(db: &D) -> Result<u64, Error> {
+    const PAGE: i64 = 500;
+    let q = db.queries();
+    let (mut after_address, mut after_scope) = (String::new(), String::new());
+    let mut moved = 0;
+    loop {
+        let args = [
+            Arg::Text(&after_address),
+            Arg::Text(&after_scope),
+            Arg::Int(PAGE),
+        ];
+        let rows = db.fetch(None, q.suppressions_unnormalized, &args).await?;
+        for r in &rows {
+            let (address, scope) = (r.text(0)?, r.text(1)?);
+            if let Ok(normal) = normalize_address(&address) {
+                if normal != address {
+                    let (reason, source) = (r.text(2)?, r.opt_text(3)?);
+                    let keep = [
+                        Arg::Text(&normal),
+                        Arg::Text(&scope),
+                        Arg::Text(&reason),
+                        Arg::OptText(source.as_deref()),
+                        Arg::Int(r.int(4)?),
+                        Arg::OptInt(r.opt_int(5)?),
+                    ];
+                    let remove = [Arg::Text(&address), Arg::Text(&scope)];
+                    write(
+                        db,
+                        &[(q.suppression_keep, &keep), (q.suppression_remove, &remove)],
+                    )
+                    .await?;
+                    moved += 1;
+                }
+            }
+            (after_address, after_scope) = (address, scope);
+        }
+        if (rows.len() as i64) < PAGE {
+            break;
+        }
+    }
+    if moved > 0 {
+        tracing::info!("normalized the addresses of {moved} suppression entries written before");
+    }
+    Ok(moved)
+}
+
 impl<D: Dialect> SuppressionStore for D {
     fn add_suppressions<'a>(
         &'a self,
@@ -146,7 +199,10 @@ impl<D: Dialect> SuppressionStore for D {
         scope: &'a SuppressionScope,
     ) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(async move {
-            let address = normalize_address(address).map_err(Error::Config)?;
+            // An entry written before addresses were normalized whose address cannot be
+            // (left as it was by the migration) is removed by its stored text.
+            let address =
+                normalize_address(address).unwrap_or_else(|_| address.trim().to_lowercase());
             let scope = scope.key();
             let args = [Arg::Text(&address), Arg::Text(&scope)];
             let changed = write(self, &[(self.queries().suppression_remove, &args)]).await?;
@@ -315,6 +371,66 @@ impl<D: Dialect> SuppressionStore for D {
                 }
                 D::commit(tx).await?;
                 Ok(true)
+            })
+            .await
+        })
+    }
+
+    fn use_tokens<'a>(
+        &'a self,
+        kind: &'a str,
+        uses: &'a [TokenUse],
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<bool>, Error>> {
+        Box::pin(async move {
+            if uses.len() > MAX_TOKEN_BATCH {
+                return Err(Error::Config(format!(
+                    "{} token uses in one batch; at most {MAX_TOKEN_BATCH}",
+                    uses.len()
+                )));
+            }
+            if uses.is_empty() {
+                return Ok(Vec::new());
+            }
+            // Check every entry before anything is written.
+            for u in uses {
+                entries_json(&u.entries)?;
+            }
+            let q = self.queries();
+            let now = self.now_ms(now);
+            let tokens: Vec<&str> = uses.iter().map(|u| u.token.as_str()).collect();
+            let tokens = json(&tokens)?;
+            let tokens = &tokens;
+            transient_retries::<D, _, _, _>(|| async move {
+                let mut tx = self.begin_write().await?;
+                let args = [Arg::Text(kind), Arg::Text(tokens)];
+                let rows = self.fetch(Some(&mut tx), q.tokens_used, &args).await?;
+                let mut seen = std::collections::HashSet::with_capacity(rows.len());
+                for r in &rows {
+                    seen.insert(r.text(0)?);
+                }
+                let args = [Arg::Text(kind), Arg::Text(tokens), Arg::OptInt(now)];
+                self.execute(Some(&mut tx), q.tokens_use, &args).await?;
+                let mut new = Vec::with_capacity(uses.len());
+                let mut entries = Vec::new();
+                for u in uses {
+                    // A token named twice in the batch is new the first time only.
+                    let first = seen.insert(u.token.clone());
+                    if first {
+                        entries.extend(u.entries.iter().cloned());
+                    }
+                    new.push(first);
+                }
+                if !entries.is_empty() {
+                    let (rows, _) = entries_json(&entries).map_err(|e| {
+                        sqlx::Error::Protocol(format!("entries checked above: {e}"))
+                    })?;
+                    let args = [Arg::Text(&rows), Arg::OptInt(now)];
+                    self.execute(Some(&mut tx), q.suppression_add, &args)
+                        .await?;
+                }
+                D::commit(tx).await?;
+                Ok(new)
             })
             .await
         })

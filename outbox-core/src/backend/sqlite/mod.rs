@@ -196,6 +196,10 @@ static QUERIES: Queries = Queries {
     prune_suppressed_delete: include_str!("queries/prune_suppressed_delete.sql"),
     groups_suppressed: include_str!("queries/groups_suppressed.sql"),
     token_use: include_str!("queries/token_use.sql"),
+    tokens_used: include_str!("queries/tokens_used.sql"),
+    tokens_use: include_str!("queries/tokens_use.sql"),
+    suppressions_unnormalized: include_str!("queries/suppressions_unnormalized.sql"),
+    suppression_keep: include_str!("queries/suppression_keep.sql"),
     tokens_forget: include_str!("queries/tokens_forget.sql"),
     site_soft_commit: "",
     site_refund: include_str!("queries/site_refund.sql"),
@@ -329,6 +333,7 @@ impl Backend for SqliteBackend {
             let mut ours: Migrator = sqlx::migrate!("./migrations/sqlite");
             ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
             ours.run(&self.pool).await?;
+            crate::backend::sql::suppressions::normalize_stored_addresses(self).await?;
             Ok(())
         })
     }
