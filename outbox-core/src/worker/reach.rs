@@ -195,6 +195,22 @@ impl Reach {
     }
 }
 
+/// Starts the loop that says when the process's database goes out of reach and comes
+/// back ([`Reach::check`] every [`CHECK_EVERY`]); it ends when `stopped` turns true.
+pub(crate) fn watch_reach(
+    reach: std::sync::Arc<Reach>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(CHECK_EVERY) => reach.check(),
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,20 +287,4 @@ mod tests {
         r.abandoned();
         assert_eq!(r.check(t + ms(10_000)), None);
     }
-}
-
-/// Starts the loop that says when the process's database goes out of reach and comes
-/// back ([`Reach::check`] every [`CHECK_EVERY`]); it ends when `stopped` turns true.
-pub(crate) fn watch_reach(
-    reach: std::sync::Arc<Reach>,
-    mut stopped: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(CHECK_EVERY) => reach.check(),
-                _ = stopped.wait_for(|s| *s) => return,
-            }
-        }
-    })
 }
