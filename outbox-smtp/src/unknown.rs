@@ -65,7 +65,7 @@ const UNKNOWN_PHRASES: [&str; 8] = [
 ];
 
 /// True for a permanent reply (`code`, with its text `reply`) that says the recipient's
-/// address does not exist (see the [module docs](self)).
+/// address does not exist.
 pub fn is_unknown_user(code: u16, reply: &str) -> bool {
     if !(500..600).contains(&code) {
         return false;
