@@ -416,9 +416,14 @@ impl PrivateMariaDb {
             .expect("temp dir for MariaDB");
         let data = dir.path().join("data");
         let socket = dir.path().join("sock");
+        // A private temp dir: servers bootstrapped at once in the shared /tmp removed each
+        // other's temporary tables ("Error on delete of '/tmp/#sql-temptable-…'").
+        let tmp = dir.path().join("tmp");
+        fs::create_dir_all(&tmp).expect("MariaDB's temp dir");
         let mut init = Command::new(&install);
         init.arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
         if root {
             init.arg("--user=root");
@@ -430,6 +435,7 @@ impl PrivateMariaDb {
         server
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg(format!("--port={port}"))
