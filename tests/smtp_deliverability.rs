@@ -327,33 +327,94 @@ async fn each_sender_domain_gets_its_own_signer_and_raw_emails_are_signed_too() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_list_email_without_unsubscribe_configured_is_not_sent_kept_and_says_why() {
+async fn a_mailer_without_unsubscribe_refuses_to_start_with_list_emails_waiting() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    let smtp = SmtpConfig::new("127.0.0.1")
+        .port(sink.port)
+        .command_timeout(Duration::from_secs(5));
+    let bare = Mailer::new(MailerConfig::smtp(smtp.clone())).unwrap();
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let receipt = Email::builder()
+        .from("shop@example.com")
+        .to("ann@example.net")
+        .subject("Receipt")
+        .text("Thanks.")
+        .build()
+        .unwrap()
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    let queued = newsletter("eve@example.net")
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let outbox = Outbox::new(db.backend()).register::<Email, _>(bare.handler());
+    // The start says what is wrong, before any mail goes out.
+    let refused = outbox.drain().await.unwrap_err().to_string();
+    assert!(refused.contains("not starting"), "{refused}");
+    assert!(refused.contains(queued.id().as_str()), "{refused}");
+    assert!(refused.contains("MailerConfig::unsubscribe"), "{refused}");
+    assert!(
+        refused.contains("\"november\""),
+        "names the list: {refused}"
+    );
+    assert!(sink.received().is_empty(), "nothing reached the server");
+    let admin = outbox.admin();
+    for id in [receipt.id(), queued.id()] {
+        let kept = admin.messages().show(id).await.unwrap().unwrap();
+        assert_eq!(kept.message.attempts, 0, "no attempt used");
+    }
+    // With unsubscribe configured the same queue starts and both go out.
+    let mailer = Mailer::new(MailerConfig::smtp(smtp).unsubscribe(unsubscribe())).unwrap();
+    let outbox = Outbox::new(db.backend()).register::<Email, _>(mailer.handler());
+    let report = outbox.drain().await.unwrap();
+    assert_eq!(report.counts.delivered, 2);
+    assert_eq!(sink.received().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_email_enqueued_after_the_start_without_unsubscribe_is_kept_and_says_why() {
     let sink = SmtpSink::start(SinkOptions::default()).await;
     let smtp = SmtpConfig::new("127.0.0.1")
         .port(sink.port)
         .command_timeout(Duration::from_secs(5));
     let bare = Mailer::new(MailerConfig::smtp(smtp)).unwrap();
     let db = TestDb::new().await;
-    let mut tx = db.pool.begin().await.unwrap();
-    let queued = newsletter("eve@example.net")
-        .enqueue(&mut *tx)
+    let outbox = Outbox::new(db.backend()).register::<Email, _>(bare.handler());
+    let admin = outbox.admin();
+    let mut waiting = None;
+    outbox
+        .run_until(async {
+            // Enqueued while the workers run: the start check saw an empty queue.
+            let mut tx = db.pool.begin().await.unwrap();
+            let queued = newsletter("eve@example.net")
+                .enqueue(&mut *tx)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            for _ in 0..500 {
+                let shown = admin.messages().show(queued.id()).await.unwrap().unwrap();
+                if shown.message.last_error.is_some() {
+                    waiting = Some(shown);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("the list email was not tried within 10 s");
+        })
         .await
         .unwrap();
-    assert!(!queued.is_duplicate());
-    tx.commit().await.unwrap();
-    let outbox = Outbox::new(db.backend()).register::<Email, _>(bare.handler());
-    let report = outbox.drain().await.unwrap();
-    assert_eq!((report.counts.delivered, report.counts.given_up), (0, 0));
+    let waiting = waiting.unwrap();
     assert!(sink.received().is_empty(), "nothing reached the server");
     // Kept, not a dead letter: a misconfigured campaign waits for the fix.
-    let admin = outbox.admin();
     let dead = admin
         .dead_letters()
         .count(&outbox::DeadLetterFilter::all())
         .await
         .unwrap();
     assert_eq!(dead, 0);
-    let waiting = admin.messages().show(queued.id()).await.unwrap().unwrap();
     let why = waiting.message.last_error.unwrap_or_default();
     assert!(why.contains("MailerConfig::unsubscribe"), "{why}");
     assert_eq!(waiting.message.attempts, 0, "no attempt used");

@@ -76,6 +76,7 @@ pub use message::{
 };
 pub use outbox::{
     shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions, DEFAULT_SUMMARY_EVERY,
+    START_CHECK_MESSAGES,
 };
 pub use shaping::{
     describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,

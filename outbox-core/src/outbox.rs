@@ -16,7 +16,7 @@ mod summary;
 use std::{sync::Arc, time::Duration};
 
 pub use drain::{DrainOptions, DrainReport};
-pub use run::shutdown_signal;
+pub use run::{shutdown_signal, START_CHECK_MESSAGES};
 pub use settings::QueueOptions;
 pub use summary::DEFAULT_SUMMARY_EVERY;
 

@@ -286,6 +286,7 @@ where
         attempt: attempt.max(1),
         max_attempts: M::DEFAULTS.max_attempts,
         state: Arc::new(state),
+        suppressions: Default::default(),
     };
     let call = AssertUnwindSafe(handler.call(message, ctx)).catch_unwind();
     let result = match M::DEFAULTS.timeout {

@@ -10,13 +10,11 @@ use std::{
     future::Future,
     path::PathBuf,
     pin::Pin,
-    sync::{Arc, Mutex, RwLock},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use outbox_core::{
-    store::Backend, Handler, HandlerError, MessageContext, MessageId, OutboxMessage, Suppressions,
-};
+use outbox_core::{Handler, HandlerError, MessageContext, MessageId, OutboxMessage};
 
 use crate::{
     capture::{Captured, SentEmail},
@@ -26,7 +24,7 @@ use crate::{
     queued::RawEmail,
     render::{self, RenderOptions},
     smtp::SmtpSender,
-    unknown::{is_unknown_user, SuppressionSink},
+    unknown::{self, is_unknown_user},
     ConfigError, Email, MailerConfig, SendError,
 };
 
@@ -54,6 +52,15 @@ pub struct Mailer {
 /// `Admin::messages().retry_now_where`) sends the waiting ones at once.
 pub const LIST_WITHOUT_UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(15 * 60);
 
+/// Why a mailer without [`MailerConfig::unsubscribe`] does not send a list email of `list`.
+fn list_without_unsubscribe(list: &str) -> String {
+    format!(
+        "list email (list {list:?}) not sent: the mailer has no MailerConfig::unsubscribe, and \
+         bulk mail without one-click unsubscribe is refused by Gmail, Yahoo and Outlook; give \
+         the mailer MailerConfig::unsubscribe(..)"
+    )
+}
+
 /// How often the ERROR about list emails without unsubscribe is repeated.
 const LIST_WITHOUT_UNSUBSCRIBE_LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -62,8 +69,6 @@ struct Inner {
     no_unsubscribe_logged: Mutex<Option<Instant>>,
     config: MailerConfig,
     sender: Sender,
-    /// Where unknown addresses are suppressed ([`Mailer::suppress_into`]).
-    suppressions: RwLock<Option<SuppressionSink>>,
 }
 
 enum Sender {
@@ -115,7 +120,6 @@ impl Mailer {
                 no_unsubscribe_logged: Mutex::new(None),
                 config,
                 sender,
-                suppressions: RwLock::new(None),
             }),
         })
     }
@@ -125,45 +129,15 @@ impl Mailer {
         Self::new(MailerConfig::from_url(url)?)
     }
 
-    /// Writes the addresses the receiving server says do not exist (a permanent
-    /// `550 5.1.1` "user unknown") to `suppressions` — the suppression list of the
-    /// outbox's database, `outbox.admin().suppressions()` — as a hard bounce for every
-    /// email, with the reply as its source, for the emails
-    /// [`MailerConfig::unknown_users`] names (default: list emails). The message itself
-    /// becomes a dead letter as before. Clones of this mailer share the setting; a second
-    /// call replaces the list.
-    ///
-    /// ```no_run
-    /// # async fn demo(pool: sqlx::SqlitePool) -> Result<(), Box<dyn std::error::Error>> {
-    /// use outbox_core::{Outbox, SqliteBackend};
-    /// use outbox_smtp::{Email, Mailer};
-    ///
-    /// let outbox = Outbox::new(SqliteBackend::new(pool));
-    /// let mailer = Mailer::from_url("smtp://mail.example.com:587")?
-    ///     .suppress_into(outbox.admin().suppressions());
-    /// let outbox = outbox.register::<Email, _>(mailer.handler());
-    /// # Ok(()) }
-    /// ```
-    pub fn suppress_into<B: Backend>(self, suppressions: Suppressions<B>) -> Self {
-        *self
-            .inner
-            .suppressions
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Some(SuppressionSink::new(suppressions));
-        self
-    }
-
     /// A list email this mailer cannot send (it has no [`MailerConfig::unsubscribe`]): put
     /// back for [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`], not an attempt and never a dead letter,
     /// with an ERROR (at most once a minute) that names the fix.
     fn held_list_email(&self, id: &MessageId, list: Option<&str>) -> HandlerError {
         let reason = format!(
-            "list email (list {:?}) not sent: the mailer has no MailerConfig::unsubscribe, and \
-             bulk mail without one-click unsubscribe is refused by Gmail, Yahoo and Outlook; \
-             give the mailer MailerConfig::unsubscribe(..) — the list email waits (no attempt \
-             used) and is tried again every {} minutes; after the fix, retry the waiting \
-             ones now (`outbox messages retry --error unsubscribe`)",
-            list.unwrap_or_default(),
+            "{} — the list email waits (no attempt used) and is tried again every {} \
+             minutes; after the fix, retry the waiting ones now (`outbox messages retry \
+             --error unsubscribe`)",
+            list_without_unsubscribe(list.unwrap_or_default()),
             LIST_WITHOUT_UNSUBSCRIBE_WAIT.as_secs() / 60
         );
         let mut logged = self
@@ -178,9 +152,15 @@ impl Mailer {
         HandlerError::snooze_because(LIST_WITHOUT_UNSUBSCRIBE_WAIT, reason)
     }
 
-    /// Records the recipients `result` says do not exist, when the policy covers this
-    /// email (`list`: a list email).
-    async fn note_unknown(&self, result: &Result<Delivery, SendError>, list: bool, id: &MessageId) {
+    /// Suppresses the recipients `result` says do not exist, on the list of the outbox
+    /// that message `ctx` came from, when the policy covers this email (`list`: a list
+    /// email).
+    async fn note_unknown<S>(
+        &self,
+        result: &Result<Delivery, SendError>,
+        list: bool,
+        ctx: &MessageContext<S>,
+    ) {
         if !self.inner.config.unknown_users.applies(list) {
             return;
         }
@@ -189,32 +169,8 @@ impl Mailer {
             Err(SendError::RecipientsRefused(refused)) => refused,
             Err(_) => return,
         };
-        let unknown: Vec<&RefusedRecipient> = refused
-            .iter()
-            .filter(|r| is_unknown_user(r.code, &r.reply))
-            .collect();
-        if unknown.is_empty() {
-            return;
-        }
-        let sink = self
-            .inner
-            .suppressions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let Some(sink) = sink else {
-            for r in unknown {
-                tracing::warn!(
-                    message.id = %id, recipient = %r.address, code = r.code, reply = %r.reply,
-                    "the receiving server says the address does not exist; not suppressed: \
-                     give the mailer the suppression list (Mailer::suppress_into)"
-                );
-            }
-            return;
-        };
-        for r in unknown {
-            sink.unknown(&r.address, r.code, &r.reply, id.as_str())
-                .await;
+        for r in refused.iter().filter(|r| is_unknown_user(r.code, &r.reply)) {
+            unknown::suppress(ctx, &r.address, r.code, &r.reply).await;
         }
     }
 
@@ -258,8 +214,7 @@ impl Mailer {
             return Err(self.held_list_email(ctx.id(), email.list.as_deref()));
         }
         let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
-        self.note_unknown(&result, email.list.is_some(), ctx.id())
-            .await;
+        self.note_unknown(&result, email.list.is_some(), ctx).await;
         reported(ctx.id(), result)
     }
 
@@ -272,7 +227,7 @@ impl Mailer {
     ) -> Result<Delivery, HandlerError> {
         let result = self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await;
         let list = render::header_value(&raw.data, "List-Unsubscribe").is_some();
-        self.note_unknown(&result, list, ctx.id()).await;
+        self.note_unknown(&result, list, ctx).await;
         reported(ctx.id(), result)
     }
 
@@ -510,6 +465,20 @@ impl<S: Send + Sync + 'static> Handler<Email, S> for MailHandler {
 
     fn downstream(&self) -> Option<String> {
         self.mailer.downstream()
+    }
+
+    /// A list email when the mailer has no [`MailerConfig::unsubscribe`]: the outbox
+    /// refuses to start with such emails waiting.
+    fn refuses(&self, email: &Email) -> Option<String> {
+        email
+            .list
+            .as_deref()
+            .filter(|_| self.mailer.inner.config.unsubscribe.is_none())
+            .map(list_without_unsubscribe)
+    }
+
+    fn refuses_some(&self) -> bool {
+        self.mailer.inner.config.unsubscribe.is_none()
     }
 }
 

@@ -15,11 +15,7 @@
 //! Failure modes: the message itself fails as before (a dead letter); a suppression that
 //! cannot be written is logged at WARN and the send's outcome is unchanged.
 
-use std::{fmt, future::Future, pin::Pin, sync::Arc};
-
-use outbox_core::{
-    store::Backend, NewSuppression, SuppressionReason, SuppressionScope, Suppressions,
-};
+use outbox_core::{MessageContext, NewSuppression, SuppressionReason, SuppressionScope};
 
 /// Which emails' "user unknown" replies suppress their address
 /// ([`MailerConfig::unknown_users`](crate::MailerConfig::unknown_users)).
@@ -97,56 +93,34 @@ fn enhanced_code(reply: &str) -> Option<&str> {
     ok.then_some(first)
 }
 
-type Add = dyn Fn(NewSuppression) -> Pin<Box<dyn Future<Output = Result<(), outbox_core::Error>> + Send>>
-    + Send
-    + Sync;
-
-/// Where a mailer records the addresses it found unknown: the suppression list of an
-/// outbox's database ([`Mailer::suppress_into`](crate::Mailer::suppress_into)).
-#[derive(Clone)]
-pub(crate) struct SuppressionSink(Arc<Add>);
-
-impl SuppressionSink {
-    pub(crate) fn new<B: Backend>(suppressions: Suppressions<B>) -> Self {
-        Self(Arc::new(move |entry| {
-            let suppressions = suppressions.clone();
-            Box::pin(async move { suppressions.add(entry).await })
-        }))
-    }
-
-    /// Suppresses `address` for every email, because of `reply` (`code`) to message `id`.
-    pub(crate) async fn unknown(&self, address: &str, code: u16, reply: &str, id: &str) {
-        let entry = match NewSuppression::new(
-            address,
-            SuppressionScope::All,
-            SuppressionReason::HardBounce,
-        ) {
-            Ok(entry) => entry.source(format!("smtp reply to {id}: {code} {}", reply.trim())),
-            Err(e) => {
-                tracing::warn!(address, error = %e, "cannot suppress an unknown address");
-                return;
-            }
-        };
-        match (self.0)(entry).await {
-            Ok(()) => tracing::info!(
-                address,
-                code,
-                reply,
-                message.id = id,
-                "the receiving server says the address does not exist; suppressed"
-            ),
-            Err(e) => tracing::warn!(
-                address, error = %e,
-                "the receiving server says the address does not exist, but the suppression \
-                 could not be written; the next email to it is sent"
-            ),
+/// Suppresses `address` for every email on the list of the outbox that message `ctx` came
+/// from, because of `reply` (`code`).
+pub(crate) async fn suppress<S>(ctx: &MessageContext<S>, address: &str, code: u16, reply: &str) {
+    let id = ctx.id();
+    let entry = match NewSuppression::new(
+        address,
+        SuppressionScope::All,
+        SuppressionReason::HardBounce,
+    ) {
+        Ok(entry) => entry.source(format!("smtp reply to {id}: {code} {}", reply.trim())),
+        Err(e) => {
+            tracing::warn!(address, error = %e, "cannot suppress an unknown address");
+            return;
         }
-    }
-}
-
-impl fmt::Debug for SuppressionSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SuppressionSink")
+    };
+    match ctx.suppress(entry).await {
+        Ok(()) => tracing::info!(
+            address,
+            code,
+            reply,
+            message.id = %id,
+            "the receiving server says the address does not exist; suppressed"
+        ),
+        Err(e) => tracing::warn!(
+            address, error = %e,
+            "the receiving server says the address does not exist, but the suppression \
+             could not be written; the next email to it is sent"
+        ),
     }
 }
 

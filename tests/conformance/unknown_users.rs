@@ -58,11 +58,9 @@ pub async fn an_unknown_user_of_a_list_email_is_suppressed<H: Harness>() {
         .command_timeout(Duration::from_secs(5));
     let keys = UnsubscribeKeys::new("k1", [7u8; 32]).unwrap();
     let unsubscribe = Unsubscribe::new("https://news.example.com/u/", keys).unwrap();
-    let outbox = Outbox::new(h.backend());
-    let mailer = Mailer::new(MailerConfig::smtp(smtp).unsubscribe(unsubscribe))
-        .unwrap()
-        .suppress_into(outbox.admin().suppressions());
-    let outbox = outbox.register::<Email, _>(mailer.handler());
+    // Nothing but the handler: the mailer writes to the list of the outbox it runs in.
+    let mailer = Mailer::new(MailerConfig::smtp(smtp).unsubscribe(unsubscribe)).unwrap();
+    let outbox = Outbox::new(h.backend()).register::<Email, _>(mailer.handler());
     let admin = Admin::new(h.backend());
     outbox
         .run_until(async {
@@ -105,17 +103,15 @@ pub async fn an_unknown_user_of_a_list_email_is_suppressed<H: Harness>() {
     println!("{}: suppressed {} ({source})", H::NAME, s.address);
 }
 
-/// A list email sent by a mailer without `MailerConfig::unsubscribe` is not a dead letter:
-/// it waits (no attempt used) with a reason that names the setting, the transactional
-/// email beside it goes out, and once a mailer with unsubscribe runs, "retry now" sends it.
+/// A list email for a mailer without `MailerConfig::unsubscribe`: enqueued while the
+/// workers run, it is not a dead letter — it waits (no attempt used) with a reason that
+/// names the setting, and the transactional email beside it goes out; waiting when a worker
+/// starts, the start is refused with that reason; once a mailer with unsubscribe runs,
+/// "retry now" sends it.
 pub async fn a_list_email_without_unsubscribe_waits_for_the_fix<H: Harness>() {
     let sink = SmtpSink::start(SinkOptions::default()).await;
     let h = H::new().await;
     let mut tx = h.pool().begin().await.unwrap();
-    let list = email("ann@example.com", true)
-        .enqueue(&mut *tx)
-        .await
-        .unwrap();
     let receipt = email("bob@example.com", false)
         .enqueue(&mut *tx)
         .await
@@ -127,18 +123,29 @@ pub async fn a_list_email_without_unsubscribe_waits_for_the_fix<H: Harness>() {
             .command_timeout(Duration::from_secs(5))
     };
     let admin = Admin::new(h.backend());
-    let waiting = |admin: &Admin<H::Backend>| {
-        let id = list.id().clone();
+    let show = |admin: &Admin<H::Backend>, id: &outbox::MessageId| {
+        let id = id.clone();
         let admin = admin.clone();
         async move { admin.messages().show(&id).await.unwrap() }
     };
     let without = Mailer::new(MailerConfig::smtp(smtp())).unwrap();
+    let mut list = None;
     Outbox::new(h.backend())
         .register::<Email, _>(without.handler())
         .run_until(async {
+            // Enqueued after the start: the worker holds it back.
+            let mut tx = h.pool().begin().await.unwrap();
+            let queued = email("ann@example.com", true)
+                .enqueue(&mut *tx)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
             for _ in 0..1500 {
-                let held = waiting(&admin).await.and_then(|m| m.message.last_error);
+                let held = show(&admin, queued.id())
+                    .await
+                    .and_then(|m| m.message.last_error);
                 if sink.received().len() == 1 && held.is_some() {
+                    list = Some(queued);
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -147,6 +154,7 @@ pub async fn a_list_email_without_unsubscribe_waits_for_the_fix<H: Harness>() {
         })
         .await
         .unwrap();
+    let list = list.unwrap();
     let dead = admin
         .dead_letters()
         .count(&DeadLetterFilter::default())
@@ -156,12 +164,30 @@ pub async fn a_list_email_without_unsubscribe_waits_for_the_fix<H: Harness>() {
         dead, 0,
         "a list email without unsubscribe is not a dead letter"
     );
-    let held = waiting(&admin).await.expect("the list email waits").message;
+    let held = show(&admin, list.id())
+        .await
+        .expect("the list email waits")
+        .message;
     let why = held.last_error.clone().unwrap_or_default();
     assert!(why.contains("MailerConfig::unsubscribe"), "{why}");
     assert_eq!(held.attempts, 0, "no attempt used: {held:?}");
     assert_eq!(sink.received()[0].rcpt, ["bob@example.com"]);
-    let _ = receipt;
+    assert!(
+        show(&admin, receipt.id()).await.is_none(),
+        "the receipt was sent"
+    );
+
+    // Waiting when a worker without unsubscribe starts: the start is refused, with why.
+    let refused = Outbox::new(h.backend())
+        .register::<Email, _>(without.handler())
+        .run_until(async { panic!("a worker started with a list email it cannot send") })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("not starting"), "{refused}");
+    assert!(refused.contains(list.id().as_str()), "{refused}");
+    assert!(refused.contains("MailerConfig::unsubscribe"), "{refused}");
+    assert_eq!(sink.received().len(), 1, "nothing more was sent");
 
     // Fixed: a mailer with unsubscribe sends it as soon as it is retried.
     let keys = UnsubscribeKeys::new("k1", [7u8; 32]).unwrap();

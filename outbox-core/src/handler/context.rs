@@ -1,8 +1,29 @@
 //! What a handler knows about the message it delivers.
 
-use std::{sync::Arc, time::SystemTime};
+use std::{fmt, sync::Arc, time::SystemTime};
 
-use crate::enqueue::MessageId;
+use futures::future::BoxFuture;
+
+use crate::{enqueue::MessageId, suppression::NewSuppression, Error};
+
+/// Writes entries to the suppression list of the outbox a message came from.
+pub(crate) type SuppressFn =
+    Arc<dyn Fn(NewSuppression) -> BoxFuture<'static, Result<(), Error>> + Send + Sync>;
+
+/// Where [`MessageContext::suppress`] writes: the worker's database, or nowhere (a
+/// context made by [`testing::perform`](crate::testing::perform)).
+#[derive(Clone, Default)]
+pub(crate) struct SuppressionList(pub(crate) Option<SuppressFn>);
+
+impl fmt::Debug for SuppressionList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "SuppressionList(database)"
+        } else {
+            "SuppressionList(none)"
+        })
+    }
+}
 
 /// Facts about the message being delivered, and the application state.
 #[derive(Debug)]
@@ -12,6 +33,7 @@ pub struct MessageContext<S = ()> {
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
     pub(crate) state: Arc<S>,
+    pub(crate) suppressions: SuppressionList,
 }
 
 impl<S> Clone for MessageContext<S> {
@@ -22,6 +44,7 @@ impl<S> Clone for MessageContext<S> {
             attempt: self.attempt,
             max_attempts: self.max_attempts,
             state: Arc::clone(&self.state),
+            suppressions: self.suppressions.clone(),
         }
     }
 }
@@ -65,5 +88,24 @@ impl<S> MessageContext<S> {
     /// A shared handle on the application state.
     pub fn state_arc(&self) -> Arc<S> {
         Arc::clone(&self.state)
+    }
+
+    /// Puts `entry` on the suppression list of the outbox this message came from (its
+    /// database), at once: for a handler that learns while delivering that an address
+    /// must not be sent to again — a receiving server saying the mailbox does not exist,
+    /// a provider's API saying the address is invalid. The message's own outcome is what
+    /// the handler returns, as always.
+    ///
+    /// Fails when the list cannot be written (the database error), and for a context made
+    /// by [`testing::perform`](crate::testing::perform), which has no database.
+    pub async fn suppress(&self, entry: NewSuppression) -> Result<(), Error> {
+        match &self.suppressions.0 {
+            Some(write) => write(entry).await,
+            None => Err(Error::Config(format!(
+                "cannot suppress {}: this message context has no suppression list (it was \
+                 made by testing::perform, not by a worker)",
+                entry.address
+            ))),
+        }
     }
 }

@@ -10,7 +10,7 @@
 //! outlives the type's timeout is a failed attempt with that reason; it never kills the
 //! worker.
 
-mod context;
+pub(crate) mod context;
 mod error;
 
 use std::{future::Future, marker::PhantomData};
@@ -36,6 +36,26 @@ pub trait Handler<M, S>: Send + Sync + 'static {
     /// overrides both.
     fn downstream(&self) -> Option<String> {
         None
+    }
+
+    /// Why this handler, as configured, can never deliver `message` — a list email to a
+    /// mailer without one-click unsubscribe — or `None` (the default) when it can. When
+    /// the outbox starts, the oldest waiting messages of the type (up to
+    /// [`START_CHECK_MESSAGES`](crate::START_CHECK_MESSAGES)) are asked about, and
+    /// [`Outbox::run`](crate::Outbox::run) refuses to start when one is refused, with the
+    /// reason: a mistake in the configuration shows at start, not as a campaign of
+    /// failures. Only handlers whose [`refuses_some`](Handler::refuses_some) is true are
+    /// asked. The handler must still cope with such a message at delivery (one enqueued
+    /// after the start).
+    fn refuses(&self, message: &M) -> Option<String> {
+        let _ = message;
+        None
+    }
+
+    /// True when [`refuses`](Handler::refuses) may refuse anything; false (the default)
+    /// makes the start check read nothing.
+    fn refuses_some(&self) -> bool {
+        false
     }
 }
 
@@ -79,6 +99,12 @@ pub trait HandlerFn<M, S, Args>: Send + Sync + 'static {
 
     /// The downstream it names for its circuit breaker ([`Handler::downstream`]).
     fn downstream(&self) -> Option<String>;
+
+    /// Why it can never deliver `message` ([`Handler::refuses`]).
+    fn refuses(&self, message: &M) -> Option<String>;
+
+    /// Whether it may refuse anything ([`Handler::refuses_some`]).
+    fn refuses_some(&self) -> bool;
 }
 
 /// [`HandlerFn`]'s `Args` for a [`Handler`] (an `async fn(M, MessageContext<S>)`).
@@ -103,6 +129,14 @@ impl<M, S, H: Handler<M, S>> HandlerFn<M, S, WithContext> for H {
     fn downstream(&self) -> Option<String> {
         Handler::downstream(self)
     }
+
+    fn refuses(&self, message: &M) -> Option<String> {
+        Handler::refuses(self, message)
+    }
+
+    fn refuses_some(&self) -> bool {
+        Handler::refuses_some(self)
+    }
 }
 
 impl<F, Fut, M, S, E> HandlerFn<M, S, MessageAlone> for F
@@ -122,6 +156,14 @@ where
 
     fn downstream(&self) -> Option<String> {
         None
+    }
+
+    fn refuses(&self, _message: &M) -> Option<String> {
+        None
+    }
+
+    fn refuses_some(&self) -> bool {
+        false
     }
 }
 
@@ -155,5 +197,13 @@ where
 
     fn downstream(&self) -> Option<String> {
         self.handler.downstream()
+    }
+
+    fn refuses(&self, message: &M) -> Option<String> {
+        self.handler.refuses(message)
+    }
+
+    fn refuses_some(&self) -> bool {
+        self.handler.refuses_some()
     }
 }

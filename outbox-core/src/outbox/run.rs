@@ -13,6 +13,7 @@ use super::{
 };
 use crate::{
     error::Error,
+    handler::context::{SuppressFn, SuppressionList},
     layers::{
         breaker::{check_name, BreakerLayer, BreakerSwitch},
         dead_letter::DeadLetterLayer,
@@ -31,6 +32,11 @@ use crate::{
         WorkerNames, WorkerSettings,
     },
 };
+
+/// How many of the oldest waiting messages of a type the start check reads
+/// ([`Handler::refuses`](crate::Handler::refuses)): enough to catch a campaign enqueued
+/// for a handler that cannot send it, one page of one indexed read.
+pub const START_CHECK_MESSAGES: u32 = 1_000;
 
 /// What the workers are started for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,7 +178,40 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 }
             }
         }
+        self.check_waiting(now).await?;
         Ok(self.registrations.iter().map(|r| r.queue).collect())
+    }
+
+    /// Refuses to start when a handler says it can never deliver one of the oldest
+    /// waiting messages of its type ([`Handler::refuses`](crate::Handler::refuses)):
+    /// a configuration mistake shows now, with its reason, not as a campaign of failures.
+    async fn check_waiting(&self, now: crate::clock::Now) -> Result<(), Error> {
+        for r in self
+            .registrations
+            .iter()
+            .filter(|r| r.handler.refuses_some())
+        {
+            let waiting = self
+                .backend
+                .oldest_queued_payloads(r.queue, START_CHECK_MESSAGES, now)
+                .await?;
+            let mut refused = waiting
+                .iter()
+                .filter_map(|(id, payload)| Some((id, r.handler.refuses(payload)?)));
+            if let Some((id, reason)) = refused.next() {
+                let more = refused.count();
+                let others = match more {
+                    0 => String::new(),
+                    n => format!(" (and {n} more of the oldest {} waiting)", waiting.len()),
+                };
+                return Err(Error::Config(format!(
+                    "not starting: the `{}` handler can never deliver waiting message {id}{others}: \
+                     {reason}",
+                    r.queue
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Starts one supervised worker per registered type, the process's due probe and
@@ -214,6 +253,22 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 Arc::clone(&self.clock),
             ))
         });
+        // Handlers' `MessageContext::suppress` writes to this outbox's list.
+        let suppressions = {
+            let store = self.backend.clone();
+            let clock = Arc::clone(&self.clock);
+            let write: SuppressFn = Arc::new(move |entry| {
+                let store = store.clone();
+                let clock = Arc::clone(&clock);
+                Box::pin(async move {
+                    store
+                        .add_suppressions(std::slice::from_ref(&entry), clock.database_now())
+                        .await
+                        .map(drop)
+                })
+            });
+            SuppressionList(Some(write))
+        };
         let workers = self
             .registrations
             .iter()
@@ -272,6 +327,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     r.queue,
                     Arc::clone(&r.handler),
                     Arc::clone(&hub.paused_groups),
+                    suppressions.clone(),
                 );
                 let process = Process {
                     store: self.backend.clone(),

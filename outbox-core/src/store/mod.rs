@@ -52,7 +52,10 @@ pub use queue::{
 };
 pub use wake::Wakeups;
 
-use crate::error::Error;
+use crate::{enqueue::MessageId, error::Error};
+
+/// A waiting message's id and stored payload.
+pub type Waiting = (MessageId, Vec<u8>);
 
 /// A message type paused across processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,6 +309,15 @@ pub trait LiveMessageStore: Send + Sync + 'static {
         filter: &'a LiveFilter,
         now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// The payloads of the oldest (by id) up to `limit` queued messages of `type_tag`
+    /// that no worker runs, with their ids: what the start check
+    /// ([`Handler::refuses`](crate::Handler::refuses)) reads.
+    fn oldest_queued_payloads<'a>(
+        &'a self,
+        type_tag: &'a str,
+        limit: u32,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<Waiting>, Error>>;
     /// One live message with its payload, if it exists and is live.
     fn show_live<'a>(
         &'a self,

@@ -20,7 +20,7 @@ use crate::{
     counters::names,
     enqueue::MessageId,
     error::BoxError,
-    handler::{Handler, HandlerErrorKind, MessageContext},
+    handler::{context::SuppressionList, Handler, HandlerErrorKind, MessageContext},
     layers::{
         pause::{HeldBack, PausedGroups},
         AttemptFailed, Completion, Deferred,
@@ -34,6 +34,8 @@ pub(crate) struct Delivery {
     pub(crate) id: MessageId,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
+    /// Where the handler's [`MessageContext::suppress`] writes.
+    pub(crate) suppressions: SuppressionList,
 }
 
 /// A handler with its message type erased, so one service type serves every queue.
@@ -46,6 +48,14 @@ pub(crate) trait ErasedHandler: Send + Sync {
 
     /// The downstream the handler names for its circuit breaker ([`Handler::downstream`]).
     fn downstream(&self) -> Option<String>;
+
+    /// Whether the handler may refuse a message at start ([`Handler::refuses_some`]).
+    fn refuses_some(&self) -> bool;
+
+    /// Why the handler can never deliver the message stored as `payload`
+    /// ([`Handler::refuses`]); `None` too for a payload that does not decode (the worker
+    /// deals with it).
+    fn refuses(&self, payload: &[u8]) -> Option<String>;
 }
 
 /// A typed handler, its state and the type's time limit.
@@ -101,6 +111,15 @@ where
         self.handler.downstream()
     }
 
+    fn refuses_some(&self) -> bool {
+        self.handler.refuses_some()
+    }
+
+    fn refuses(&self, payload: &[u8]) -> Option<String> {
+        let message = crate::message::decode_payload::<M>(payload).ok()?;
+        self.handler.refuses(&message)
+    }
+
     fn handle(
         &self,
         payload: Vec<u8>,
@@ -125,6 +144,7 @@ where
             attempt: delivery.attempt,
             max_attempts: delivery.max_attempts,
             state: Arc::clone(&self.state),
+            suppressions: delivery.suppressions,
         };
         let handler = Arc::clone(&self.handler);
         let timeout = self.timeout;
@@ -173,6 +193,7 @@ pub struct Dispatch {
     queue: &'static str,
     handler: Arc<dyn ErasedHandler>,
     paused_groups: Arc<PausedGroups>,
+    suppressions: SuppressionList,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -185,16 +206,19 @@ impl std::fmt::Debug for Dispatch {
 
 impl Dispatch {
     /// The dispatch of `queue` to `handler`; a message of a group in `paused_groups` is
-    /// given back instead of handled (the last check before its side effect).
+    /// given back instead of handled (the last check before its side effect); handlers
+    /// suppress addresses into `suppressions`.
     pub(crate) fn new(
         queue: &'static str,
         handler: Arc<dyn ErasedHandler>,
         paused_groups: Arc<PausedGroups>,
+        suppressions: SuppressionList,
     ) -> Self {
         Self {
             queue,
             handler,
             paused_groups,
+            suppressions,
         }
     }
 }
@@ -229,6 +253,7 @@ impl Service<Task<Claimed>> for Dispatch {
             }
         }
         let handler = Arc::clone(&self.handler);
+        let suppressions = self.suppressions.clone();
         let id = claimed.id;
         let attempt = claimed.attempt.max(1);
         // OpenTelemetry's messaging conventions, so `tracing-opentelemetry` exports a
@@ -256,6 +281,7 @@ impl Service<Task<Claimed>> for Dispatch {
                     id: id.clone(),
                     attempt,
                     max_attempts: claimed.max_attempts,
+                    suppressions,
                 };
                 let started = std::time::Instant::now();
                 let result = handler.handle(claimed.payload, delivery).await;

@@ -122,7 +122,9 @@ impl MailerConfig {
 
     /// Gives list emails ([`EmailBuilder::list`](crate::EmailBuilder::list)) one-click
     /// unsubscribe headers (RFC 8058) pointing at `unsubscribe`'s URL. Without it a list
-    /// email is not sent: an outbox worker puts it back for
+    /// email is not sent: an outbox whose oldest waiting emails include one refuses to
+    /// start ([`Handler::refuses`](outbox_core::Handler::refuses)); one enqueued later is
+    /// put back by the worker for
     /// [`LIST_WITHOUT_UNSUBSCRIBE_WAIT`](crate::LIST_WITHOUT_UNSUBSCRIBE_WAIT) (no attempt
     /// used, never a dead letter) with a reason, and logs an ERROR, that name this setting;
     /// [`Mailer::deliver`](crate::Mailer::deliver) refuses it.
@@ -136,8 +138,9 @@ impl MailerConfig {
     /// see [`is_unknown_user`](crate::is_unknown_user)); default: list emails
     /// ([`UnknownUsers::SuppressListEmail`](crate::UnknownUsers::SuppressListEmail)). The
     /// message itself becomes a dead letter either way. The addresses are written to the
-    /// list given to [`Mailer::suppress_into`](crate::Mailer::suppress_into) (a mailer
-    /// without one only logs them).
+    /// suppression list of the outbox the message came from
+    /// ([`MessageContext::suppress`](outbox_core::MessageContext::suppress)), as soon as the
+    /// reply arrives; nothing else needs wiring.
     pub fn unknown_users(mut self, policy: crate::UnknownUsers) -> Self {
         self.unknown_users = policy;
         self

@@ -36,9 +36,10 @@ use crate::{
     store::{
         BucketState, CancelledGroup, ClaimRequest, Claimed, DeadLetter, DeadLetterFilter,
         DeadLetterStore, Fenced, GroupHook, GroupProgress, GroupStore, LiveFilter, LiveMessage,
-        LiveMessageDetail, LiveMessageStore, MinuteOutcomes, PauseStore, PausedType, QueueStore,
-        RateBucketStore, RateLimit, Requeued, Settle, Settled, Settlement, StatsStore, Steering,
-        TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, WorkerBeat, WorkersSeen,
+        LiveMessageDetail, LiveMessageStore, LiveState, MinuteOutcomes, PauseStore, PausedType,
+        QueueStore, RateBucketStore, RateLimit, Requeued, Settle, Settled, Settlement, StatsStore,
+        Steering, TokenGrant, TypeCounts, TypeOutcomes, UnregisteredType, Waiting, WorkerBeat,
+        WorkersSeen,
     },
 };
 
@@ -1121,6 +1122,38 @@ impl<D: Dialect> LiveMessageStore for D {
             };
             let rows = self.fetch(None, statement, &args).await?;
             Ok(rows::count(&rows)?)
+        })
+    }
+
+    fn oldest_queued_payloads<'a>(
+        &'a self,
+        type_tag: &'a str,
+        limit: u32,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Vec<Waiting>, Error>> {
+        Box::pin(async move {
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                Arg::OptText(None),
+                Arg::OptText(Some(type_tag)),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                Arg::Int(1),
+                Arg::Int(i64::from(limit)),
+            ];
+            let rows = self.fetch(None, self.queries().live_list, &args).await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let message = rows::live_message(row)?;
+                if message.state != LiveState::Running {
+                    out.push((message.id, row.bytes(rows::LIVE_PAYLOAD)?));
+                }
+            }
+            Ok(out)
         })
     }
 
