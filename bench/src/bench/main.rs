@@ -78,12 +78,13 @@ struct Args {
     json: Option<String>,
 }
 
-const ALL: [&str; 12] = [
+const ALL: [&str; 13] = [
     "enqueue",
     "fanout",
     "fanout.stream",
     "drain",
     "drain.sleep20ms",
+    "startup",
     "latency",
     "email",
     "ratelimit",
@@ -152,6 +153,7 @@ fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
         ("fanout" | "fanout.stream", Kind::Sqlite) if f.n >= 200_000 => at_least(150_000.0),
         ("fanout.stream.rss_growth", _) => at_most(20.0),
         ("latency.p50", Kind::Sqlite | Kind::Postgres) => at_most(5.0),
+        ("startup.first_delivery", Kind::Sqlite | Kind::Postgres) => at_most(5.0),
         // No commit signal: the process's due probe, every 50 ms after work, finds them.
         ("latency.p50", Kind::Mysql) => at_most(50.0),
         ("latency.p99", _) => at_most(100.0),
@@ -202,6 +204,7 @@ async fn run_on<P: pools::BenchPool>(
             workloads::drain(pool, db, n.unwrap_or(5_000), DrainPart::LeanFloor).await
         }
         "drain.sleep20ms" => workloads::drain_slow(pool, n.unwrap_or(10_000)).await,
+        "startup" => workloads::startup(pool, n.unwrap_or(50_000)).await,
         "latency" => workloads::latency(pool, n.unwrap_or(200), 20.0).await,
         "ratelimit" => workloads::ratelimit(pool, 100.0, 10, 30.0).await,
         "memory" => workloads::memory(pool, db, n.unwrap_or(200_000)).await,

@@ -143,6 +143,37 @@ pub async fn drain_full<P: BenchPool>(pool: &P, n: u64) -> f64 {
     rate
 }
 
+/// Start-up with a backlog: `n` messages wait; the time from the `run_until` call to the
+/// first handler start, in ms. Target: ≤ 5 ms on SQLite and PostgreSQL.
+pub async fn startup<P: BenchPool>(pool: &P, n: u64) -> Vec<Figure> {
+    pool.fan_out(&noops(n)).await;
+    let first: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (seen, signal) = (Arc::clone(&first), Arc::clone(&started));
+    let outbox = Outbox::new(pool.backend()).register_with::<Noop, _>(
+        move |_: Noop| {
+            let (seen, signal) = (Arc::clone(&seen), Arc::clone(&signal));
+            async move {
+                let mut at = seen.lock().unwrap();
+                if at.is_none() {
+                    *at = Some(Instant::now());
+                    signal.notify_one();
+                }
+                Ok::<(), HandlerError>(())
+            }
+        },
+        drain_options(),
+    );
+    let called = Instant::now();
+    outbox
+        .run_until(async { started.notified().await })
+        .await
+        .unwrap();
+    let at = first.lock().unwrap().expect("a handler ran");
+    let ms = at.duration_since(called).as_secs_f64() * 1000.0;
+    vec![Figure::new("startup.first_delivery", n, ms, "ms")]
+}
+
 /// Drain throughput of the full stack and the raw-SQL floor.
 pub async fn drain<P: BenchPool>(pool: &P, db: &Db, n: u64, which: DrainPart) -> Vec<Figure> {
     match which {

@@ -11,6 +11,12 @@ use std::time::Duration;
 
 use crate::error::Error;
 
+/// Connections the pools that `connect` opens keep open even when idle: a worker that
+/// starts claims, beats and probes at once, and a connection opened then (a TLS handshake
+/// and a login, tens of milliseconds) would delay its first delivery.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) const WARM_CONNECTIONS: u32 = 4;
+
 /// How long a `connect` waits for a server that does not answer at all.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

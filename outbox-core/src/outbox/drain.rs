@@ -3,7 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::{groups, run::Start, Outbox};
+use super::{
+    groups,
+    run::{Prepared, Start},
+    Outbox,
+};
 use crate::{
     counters::DeliveryCounts,
     error::Error,
@@ -79,13 +83,17 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     pub async fn drain_with(&self, options: DrainOptions) -> Result<DrainReport, Error> {
         let started = Instant::now();
         let before = self.counters.snapshot();
-        let registered = self.prepare().await?;
-        let unregistered = self.handle_unregistered(&registered).await?;
+        let Prepared {
+            tags: registered,
+            steering,
+        } = self.prepare().await?;
         let how = match options.limited {
             true => Start::DrainWhileTokens,
             false => Start::Drain,
         };
-        let running = self.start(how).await;
+        let running = self.start(how, steering).await;
+        // Beside the workers, not before their first claim (it scans the queue).
+        let unregistered = self.handle_unregistered(&registered);
         let outcome = async {
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
@@ -116,10 +124,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                     return Ok::<(), Error>(());
                 }
             }
-        }
-        .await;
+        };
+        let (outcome, unregistered) = futures::future::join(outcome, unregistered).await;
         self.stop(running).await;
         outcome?;
+        let unregistered = unregistered?;
         Ok(DrainReport {
             counts: self.counters.snapshot().since(before),
             unregistered,

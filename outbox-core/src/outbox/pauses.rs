@@ -15,7 +15,7 @@ use crate::{
     admin::LIVE_BATCH,
     clock::Clock,
     layers::{breaker::BreakerSwitch, pause::PauseSwitch},
-    store::{Backend, GROUP_PAUSE_POLL},
+    store::{Backend, Steering, GROUP_PAUSE_POLL},
     worker::{unreachable, Hub},
 };
 
@@ -61,6 +61,7 @@ impl<B: Backend> Steer<B> {
     /// due probes. On an error the last known state stays. Returns how long to wait before
     /// the next read.
     pub(super) async fn read_once(&self, backend: &B, clock: &dyn Clock) -> Duration {
+        // Taken before the read: a breaker this process moves meanwhile is not undone by it.
         let versions = breakers::versions(&self.breakers);
         let steering = match self
             .hub
@@ -79,6 +80,19 @@ impl<B: Backend> Steer<B> {
                 return GROUP_PAUSE_POLL;
             }
         };
+        self.apply(steering, versions, backend, clock).await
+    }
+
+    /// Applies `steering` (read by [`read_once`](Self::read_once), or before the workers
+    /// start), given the breakers' `versions` from before it was read; returns how long to
+    /// wait before the next read.
+    pub(super) async fn apply(
+        &self,
+        steering: Steering,
+        versions: Vec<u64>,
+        backend: &B,
+        clock: &dyn Clock,
+    ) -> Duration {
         for (queue, switch) in &self.pauses {
             switch.set(steering.paused_types.iter().any(|p| p.type_tag == *queue));
         }

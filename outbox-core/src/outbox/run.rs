@@ -26,7 +26,7 @@ use crate::{
         shaping::{Shaper, ShapingLayer},
         OutboxLayers,
     },
-    store::{Backend, Retention, UnregisteredType},
+    store::{Backend, Retention, Steering, UnregisteredType},
     worker::{
         heartbeat, supervise, watch_due, watch_reach, Dispatch, Hub, IdlePoll, Process,
         WorkerNames, WorkerSettings,
@@ -37,6 +37,12 @@ use crate::{
 /// ([`Handler::refuses`](crate::Handler::refuses)): enough to catch a campaign enqueued
 /// for a handler that cannot send it, one page of one indexed read.
 pub const START_CHECK_MESSAGES: u32 = 1_000;
+
+/// What [`Outbox::prepare`] found: the registered types, and the steering they start from.
+pub(super) struct Prepared {
+    pub(super) tags: Vec<&'static str>,
+    pub(super) steering: Steering,
+}
 
 /// What the workers are started for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,15 +90,19 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// or the database cannot be reached while preparing. Once the workers run, database
     /// errors are logged and retried, not returned.
     pub async fn run_until<F: Future<Output = ()>>(&self, signal: F) -> Result<(), Error> {
-        let registered = self.prepare().await?;
-        self.handle_unregistered(&registered).await?;
-        let running = self.start(Start::Run).await;
+        let Prepared {
+            tags: registered,
+            steering,
+        } = self.prepare().await?;
+        let running = self.start(Start::Run, steering).await;
+        // Counting the messages no handler here takes scans the queue: it runs beside the
+        // workers, never before the first claim (the workers claim registered types only).
         let watch_unregistered = async {
             loop {
-                tokio::time::sleep(Duration::from_secs(60)).await;
                 if let Err(e) = self.handle_unregistered(&registered).await {
                     tracing::warn!(error = %e, "cannot check for unregistered message types");
                 }
+                tokio::time::sleep(Duration::from_secs(60)).await;
             }
         };
         tokio::select! {
@@ -104,8 +114,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         Ok(())
     }
 
-    /// Validates the registrations, writes the rate buckets, returns the type tags.
-    pub(super) async fn prepare(&self) -> Result<Vec<&'static str>, Error> {
+    /// Validates the registrations, reads the steering, writes the rate buckets, and says
+    /// what the workers start from.
+    pub(super) async fn prepare(&self) -> Result<Prepared, Error> {
         if !self.problems.is_empty() {
             return Err(Error::Config(self.problems.join("; ")));
         }
@@ -141,17 +152,10 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 })?;
             }
         }
-        let tags: Vec<&str> = self.registrations.iter().map(|r| r.queue).collect();
-        let rescued = self
-            .backend
-            .rescue_expired(&tags, self.clock.database_now())
-            .await?;
-        if rescued > 0 {
-            tracing::warn!(
-                rescued,
-                "re-queued messages whose worker's lease expired (a crashed or stopped process)"
-            );
-        }
+        // One cheap read (no scan of the queue) that also finds out whether the database
+        // answers and holds the outbox's tables; the workers start from what it says.
+        // Expired leases are rescued by the first heartbeat, beside the first claims.
+        let steering = self.backend.steering(self.clock.database_now()).await?;
         if self.idle_poll.0.is_zero() || self.idle_poll.0 > self.idle_poll.1 {
             return Err(Error::Config(format!(
                 "idle_poll needs 0 < min ≤ max (got min {:?}, max {:?})",
@@ -179,7 +183,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             }
         }
         self.check_waiting(now).await?;
-        Ok(self.registrations.iter().map(|r| r.queue).collect())
+        let tags = self.registrations.iter().map(|r| r.queue).collect();
+        Ok(Prepared { tags, steering })
     }
 
     /// Refuses to start when a handler says it can never deliver one of the oldest
@@ -216,7 +221,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// Starts one supervised worker per registered type, the process's due probe and
     /// heartbeat, and the pause watcher.
-    pub(super) async fn start(&self, how: Start) -> Running<B> {
+    pub(super) async fn start(&self, how: Start, steering: Steering) -> Running<B> {
         let names = WorkerNames::new();
         let hub = Hub::new();
         let (stop, stopped) = watch::channel(false);
@@ -242,9 +247,13 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             owner: Arc::from(names.prefix()),
             swept: std::sync::Mutex::new(None),
         };
-        // Start paused types and groups paused, and behind the open breakers: read them
-        // once before any worker runs.
-        steer.read_once(&self.backend, self.clock.as_ref()).await;
+        // Start paused types and groups paused, and behind the open breakers: as read
+        // before any worker runs.
+        // (No breaker moved since the read: no worker ran.)
+        let versions = breakers::versions(&steer.breakers);
+        steer
+            .apply(steering, versions, &self.backend, self.clock.as_ref())
+            .await;
         // One shaper per process: every type's workers share its sites, rules and MX cache.
         let shaper = self.shaping.as_ref().map(|config| {
             Arc::new(Shaper::new(

@@ -64,6 +64,7 @@ pub async fn connect(url: &str) -> Result<MySqlPool, Error> {
     probe::<MySqlConnection>(Engine::MySql, url, &options).await?;
     MySqlPoolOptions::new()
         .max_connections(20)
+        .min_connections(super::connect::WARM_CONNECTIONS)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(options)
         .await

@@ -72,6 +72,7 @@ pub async fn connect(url: &str) -> Result<PgPool, Error> {
     probe::<PgConnection>(Engine::Postgres, url, &options).await?;
     PgPoolOptions::new()
         .max_connections(20)
+        .min_connections(super::connect::WARM_CONNECTIONS)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(options)
         .await
