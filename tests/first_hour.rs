@@ -50,7 +50,8 @@ fn main() -> Result<(), outbox::Error> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("Error: the outbox table `outbox_messages` does not exist")
+        stderr.contains("Error: the outbox table `outbox_")
+            && stderr.contains("` does not exist")
             && stderr.contains("call `outbox.migrate()` at start-up"),
         "{stderr}"
     );

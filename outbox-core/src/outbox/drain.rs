@@ -95,6 +95,18 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         // Beside the workers, not before their first claim (it scans the queue).
         let unregistered = self.handle_unregistered(&registered);
         let outcome = async {
+            // Expired leases come back beside the first claims, and before the drain can
+            // decide it is done (the heartbeat does it too, but not on the drain's clock).
+            let rescued = self
+                .backend
+                .rescue_expired(&registered, self.clock.database_now())
+                .await?;
+            if rescued > 0 {
+                tracing::warn!(
+                    rescued,
+                    "re-queued messages whose worker's lease expired (a crashed or stopped process)"
+                );
+            }
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
                 let waiting = self.types_waiting_for_tokens(options.limited).await?;
