@@ -4,7 +4,7 @@ use std::{fmt, sync::Arc, time::SystemTime};
 
 use futures::future::BoxFuture;
 
-use crate::{enqueue::MessageId, suppression::NewSuppression, Error};
+use crate::{enqueue::MessageId, error::Error, suppression::NewSuppression};
 
 /// Writes entries to the suppression list of the outbox a message came from.
 pub(crate) type SuppressFn =
