@@ -18,6 +18,8 @@ pub(crate) mod bridge;
     allow(dead_code)
 )]
 mod connect;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod migrations;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]

@@ -36,11 +36,26 @@ use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
 };
 
+use crate::backend::migrations;
+
+/// The migration files of `migrations/mysql/`, embedded (see `backend::migrations`).
+pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations::embed!("mysql";
+    "20261122000001_outbox_tables.sql",
+    "20261122000002_claim_index.sql",
+    "20261123000001_outbox_messages.sql",
+    "20261123000003_attempt_log.sql",
+    "20261123000004_claims.sql",
+    "20261124000001_groups.sql",
+    "20261124000002_delivery_stats.sql",
+    "20261125000001_breakers.sql",
+    "20261126000001_suppressions.sql",
+    "20261127000001_shaping.sql",
+    "20261127000002_group_cancel.sql",
+    "20261128000001_recipient.sql",
+);
+
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.
 pub const DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";
-
-/// Table recording which of the outbox's migrations ran.
-const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// Opens a pool on `url` (e.g. `mysql://user@host/db`) with a statement cache large
 /// enough for every statement the outbox uses. Its statements log at TRACE, and slow ones
@@ -353,8 +368,7 @@ impl Backend for MySqlBackend {
 
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            let mut ours: Migrator = sqlx::migrate!("./migrations/mysql");
-            ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
+            let ours: Migrator = migrations::migrator(MIGRATIONS);
             ours.run(&self.pool).await?;
             crate::backend::sql::suppressions::normalize_stored_addresses(self).await?;
             Ok(())

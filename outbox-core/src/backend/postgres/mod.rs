@@ -40,12 +40,26 @@ use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
 };
 
+use crate::backend::migrations;
+
+/// The migration files of `migrations/postgres/`, embedded (see `backend::migrations`).
+pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations::embed!("postgres";
+    "20261122000001_outbox_tables.sql",
+    "20261123000001_outbox_messages.sql",
+    "20261123000002_notify_from_enqueue.sql",
+    "20261123000003_attempt_log.sql",
+    "20261123000004_claims.sql",
+    "20261124000001_groups.sql",
+    "20261124000002_delivery_stats.sql",
+    "20261125000001_breakers.sql",
+    "20261126000001_suppressions.sql",
+    "20261127000001_shaping.sql",
+    "20261127000002_group_cancel.sql",
+    "20261128000001_recipient.sql",
+);
+
 /// Where the tests and examples look for PostgreSQL unless told otherwise.
 pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// Table recording which of the outbox's migrations ran (apart from `_sqlx_migrations`, so
-/// the application's own sqlx migrations are not disturbed).
-const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
 
 /// The channel the insert trigger notifies (payload: the type tag).
 const CHANNEL: &str = "outbox_messages";
@@ -374,8 +388,7 @@ impl Backend for PostgresBackend {
 
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            let mut ours: Migrator = sqlx::migrate!("./migrations/postgres");
-            ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
+            let mut ours: Migrator = migrations::migrator(MIGRATIONS);
             // A pre-release schema step that read apalis' tables was withdrawn.
             ours.set_ignore_missing(true);
             ours.run(&self.pool).await?;

@@ -47,9 +47,23 @@ use crate::{
     store::{Backend, ClaimRequest, Claimed, Wakeups},
 };
 
-/// Name of the table that records which of the outbox's own migrations ran (kept apart
-/// from `_sqlx_migrations`, so the application's own sqlx migrations are not disturbed).
-const OUTBOX_MIGRATIONS_TABLE: &str = "_outbox_migrations";
+use crate::backend::migrations;
+
+/// The migration files of `migrations/sqlite/`, embedded (see `backend::migrations`).
+pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations::embed!("sqlite";
+    "20261122000001_outbox_tables.sql",
+    "20261122000002_drop_unused_apalis_indexes.sql",
+    "20261123000001_outbox_messages.sql",
+    "20261123000003_attempt_log.sql",
+    "20261123000004_claims.sql",
+    "20261124000001_groups.sql",
+    "20261124000002_delivery_stats.sql",
+    "20261125000001_breakers.sql",
+    "20261126000001_suppressions.sql",
+    "20261127000001_shaping.sql",
+    "20261127000002_group_cancel.sql",
+    "20261128000001_recipient.sql",
+);
 
 /// The idle workers of every SQLite database in this process: a commit of an enqueue wakes
 /// the workers of its types (a spurious wake-up for another file costs one claim query).
@@ -330,8 +344,7 @@ impl Backend for SqliteBackend {
 
     fn migrate(&self) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
-            let mut ours: Migrator = sqlx::migrate!("./migrations/sqlite");
-            ours.dangerous_set_table_name(OUTBOX_MIGRATIONS_TABLE);
+            let ours: Migrator = migrations::migrator(MIGRATIONS);
             ours.run(&self.pool).await?;
             crate::backend::sql::suppressions::normalize_stored_addresses(self).await?;
             Ok(())
