@@ -2,7 +2,7 @@
 //! quickstart's welcome mails, a worker delivering them through a rate bucket, and the
 //! admin pages at http://127.0.0.1:3000/outbox.
 //!
-//! Run it with `cargo run --example admin`. It needs no server: it opens
+//! Run it with `cargo run -p outbox-examples --example admin`. It needs no server: it opens
 //! (or creates) `outbox-admin-demo.db` in the system's temp directory, or the SQLite file
 //! given as `DATABASE_URL` (`sqlite://path/to/app.db`, e.g. your own quickstart copy), and
 //! seeds a demo there when it holds no messages: welcome mails that trickle in every few

@@ -5,7 +5,7 @@
 //! member who withdraws before their mails went out gets none (orphan check), and in test
 //! mode every mail goes to the club's own test address.
 //!
-//! Run it with `cargo run --example club`. It needs no server (a SQLite file and a capture
+//! Run it with `cargo run -p outbox-examples --example club`. It needs no server (a SQLite file and a capture
 //! mailer, printed at the end; set `MAIL_URL` to send through a real server) and takes
 //! about a second: a manual clock stands in for the minutes between cron runs.
 

@@ -3,8 +3,8 @@
 //! on a post that does not exist fails, and then no notification exists either.
 //!
 //! ```sh
-//! cargo run --example comments --features mysql                       # the local default
-//! DATABASE_URL=mysql://app@db/app cargo run --example comments --features mysql
+//! cargo run -p outbox-examples --example comments                       # the local default
+//! DATABASE_URL=mysql://app@db/app cargo run -p outbox-examples --example comments
 //! ```
 //!
 //! Without `DATABASE_URL` it connects to `outbox::mysql::DEFAULT_URL`

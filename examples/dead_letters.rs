@@ -1,7 +1,7 @@
 //! Dead letters: a message fails permanently, an operator finds it with `Admin`, fixes the
 //! cause and requeues it from code, and it is delivered.
 //!
-//! Run it with `cargo run --example dead_letters`. It needs no server (a SQLite file in the
+//! Run it with `cargo run -p outbox-examples --example dead_letters`. It needs no server (a SQLite file in the
 //! system's temp directory).
 
 use std::sync::{

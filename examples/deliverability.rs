@@ -3,7 +3,7 @@
 //! the endpoint), the other's address hard-bounces (a provider webhook, here Postmark's);
 //! the next issue to both is recorded as suppressed and nothing is sent.
 //!
-//! Run it with `cargo run --features dkim,webhooks --example deliverability`. It needs
+//! Run it with `cargo run -p outbox-examples --example deliverability`. It needs
 //! `openssl` on the PATH to make the example's DKIM key (in production the key comes from
 //! your secret store, and its public half is published in DNS).
 

@@ -1,7 +1,7 @@
 //! Fan-out: 10,000 messages enqueued with `enqueue_many` in one transaction (one statement
 //! per 1,000 rows), then delivered by one `drain`; prints both rates.
 //!
-//! Run it with `cargo run --example fan_out` (or `cargo run --release --example fan_out`
+//! Run it with `cargo run -p outbox-examples --example fan_out` (or `cargo run --release -p outbox-examples --example fan_out`
 //! for representative rates). It needs no server: a SQLite file in the system's temp
 //! directory.
 

@@ -4,7 +4,7 @@
 //! where it has one) and a worker delivers them with the outbox's retries, breaker and
 //! test redirect, keeping each message's own Message-ID.
 //!
-//! Run it with `cargo run --example lettre_dropin`. The worker's mailer comes from
+//! Run it with `cargo run -p outbox-examples --example lettre_dropin`. The worker's mailer comes from
 //! `MAIL_URL` (`smtp://user:pass@host:587`), by default a directory of `.eml` files in the
 //! system's temp directory, so it needs no server.
 

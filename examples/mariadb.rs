@@ -2,8 +2,8 @@
 //! transaction, then delivered by a `drain`.
 //!
 //! ```sh
-//! cargo run --example mariadb --features mysql                       # the local default
-//! DATABASE_URL=mysql://app@db/app cargo run --example mariadb --features mysql
+//! cargo run -p outbox-examples --example mariadb                       # the local default
+//! DATABASE_URL=mysql://app@db/app cargo run -p outbox-examples --example mariadb
 //! ```
 //!
 //! Without `DATABASE_URL` it connects to `outbox::mysql::DEFAULT_URL`

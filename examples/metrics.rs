@@ -3,8 +3,8 @@
 //! dead letter, …; `RUST_LOG=outbox_core=debug` adds one per delivery).
 //!
 //! ```sh
-//! cargo run --example metrics             # drain 20 signups, print the exporter's text, exit
-//! cargo run --example metrics -- --serve  # … and keep serving /metrics until Ctrl-C
+//! cargo run -p outbox-examples --example metrics             # drain 20 signups, print the exporter's text, exit
+//! cargo run -p outbox-examples --example metrics -- --serve  # … and keep serving /metrics until Ctrl-C
 //! ```
 //!
 //! Of the 20 signups, every fifth is refused for good (a dead letter) and every third

@@ -3,7 +3,7 @@
 //! running outbox while the campaign's progress is printed; the campaign is paused, resumed,
 //! and its rest cancelled, and its completion message reports the final figures.
 //!
-//! Run it with `cargo run --release --example newsletter` (`NEWSLETTER_SUBSCRIBERS=5000`
+//! Run it with `cargo run --release -p outbox-examples --example newsletter` (`NEWSLETTER_SUBSCRIBERS=5000`
 //! for a short run). It needs no server: a SQLite file in the system's temp directory.
 
 use std::{sync::Arc, time::Duration};

@@ -2,11 +2,11 @@
 //!
 //! ```sh
 //! export DATABASE_URL=sqlite://operator-demo.db
-//! cargo run --example operator -- outbox migrate
-//! cargo run --example operator -- signup ada@example.com
-//! cargo run --example operator -- outbox status
-//! cargo run --example operator -- outbox drain     # cron: exit code 3 if a mail failed
-//! cargo run --example operator -- outbox work      # the daemon, until Ctrl-C
+//! cargo run -p outbox-examples --example operator -- outbox migrate
+//! cargo run -p outbox-examples --example operator -- signup ada@example.com
+//! cargo run -p outbox-examples --example operator -- outbox status
+//! cargo run -p outbox-examples --example operator -- outbox drain     # cron: exit code 3 if a mail failed
+//! cargo run -p outbox-examples --example operator -- outbox work      # the daemon, until Ctrl-C
 //! ```
 //!
 //! `outbox work` and `outbox drain` run this binary's handler; the admin commands (`status`,

@@ -3,7 +3,7 @@
 //! spending its attempts; the log shows the breaker's two lines (a WARN when it opens, an
 //! INFO when it closes) and every mail goes out once the server is back.
 //!
-//! Run it with `cargo run --example outage`. It needs no server (a SQLite file in the
+//! Run it with `cargo run -p outbox-examples --example outage`. It needs no server (a SQLite file in the
 //! system's temp directory, and its own SMTP server) and takes about ten seconds.
 
 use std::{

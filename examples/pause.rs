@@ -1,7 +1,7 @@
 //! Pause and resume: while the workers run, an operator pauses a message type; new messages
 //! of it stay queued and nothing is delivered until it is resumed.
 //!
-//! Run it with `cargo run --example pause`. It needs no server (a SQLite file in the
+//! Run it with `cargo run -p outbox-examples --example pause`. It needs no server (a SQLite file in the
 //! system's temp directory) and takes about two seconds.
 
 use std::time::{Duration, Instant};

@@ -2,8 +2,8 @@
 //! transaction, then delivered by a `drain`.
 //!
 //! ```sh
-//! cargo run --example postgres --features postgres                       # the local default
-//! DATABASE_URL=postgres://app@db/app cargo run --example postgres --features postgres
+//! cargo run -p outbox-examples --example postgres                       # the local default
+//! DATABASE_URL=postgres://app@db/app cargo run -p outbox-examples --example postgres
 //! ```
 //!
 //! Without `DATABASE_URL` it connects to `outbox::postgres::DEFAULT_URL`

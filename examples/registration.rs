@@ -3,8 +3,8 @@
 //! burst of 5 is shared by both; a cancelled registration's pending mails are dropped.
 //!
 //! ```sh
-//! cargo run --example registration        # .eml files in a temp dir
-//! cargo run --example registration -- "smtp://user:pass@mail.example.com:587" me@example.org
+//! cargo run -p outbox-examples --example registration        # .eml files in a temp dir
+//! cargo run -p outbox-examples --example registration -- "smtp://user:pass@mail.example.com:587" me@example.org
 //! ```
 //!
 //! With a URL (`log://` prints the mails instead) the mails go to that server; the optional second argument redirects every

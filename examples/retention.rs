@@ -1,7 +1,7 @@
 //! Retention: with `Retention::keep_for`, a delivered message stays as a `done` row for a
 //! window, and its idempotency key stays taken until the row is pruned.
 //!
-//! Run it with `cargo run --example retention`. It needs no server (a SQLite file in the
+//! Run it with `cargo run -p outbox-examples --example retention`. It needs no server (a SQLite file in the
 //! system's temp directory) and takes about three seconds: the window is 2 s.
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Retries and snoozes: a handler that fails twice and then succeeds, and one that asks to
 //! come back later without failing.
 //!
-//! Run it with `cargo run --example retry_and_snooze`. It needs no server (a SQLite file in
+//! Run it with `cargo run -p outbox-examples --example retry_and_snooze`. It needs no server (a SQLite file in
 //! the system's temp directory) and finishes in about two seconds: the type's retry
 //! schedule is 300 ms, then 600 ms, instead of the default minutes. It prints each attempt
 //! as it runs, with the time since the start.

@@ -5,7 +5,7 @@
 //! `google` site at its first match; the refused mails wait without using attempts and go
 //! out at the slowed rate, while example.org gets its mail at full speed. No dead letters.
 //!
-//! Run it with `cargo run --example shaping`. It needs no server (a SQLite file in the
+//! Run it with `cargo run -p outbox-examples --example shaping`. It needs no server (a SQLite file in the
 //! system's temp directory, and its own SMTP server) and takes a few seconds.
 
 use std::{

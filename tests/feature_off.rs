@@ -74,7 +74,8 @@ fn target_dir() -> PathBuf {
 /// Writes the application with `main_rs` as a binary and checks it; returns what the
 /// compiler printed (it must fail).
 fn check(bin: &str, main_rs: &str) -> String {
-    let root = env!("CARGO_MANIFEST_DIR");
+    // The workspace root (this test's package is its `tests/` member).
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     // One fixture directory per case and checkout, so parallel tests (and worktrees) do not
     // share sources; the target directory is shared (cargo locks it), the dependencies are
     // built once.

@@ -2,13 +2,14 @@
 //! and settlements are retried, PostgreSQL's LISTEN reconnects) and every message is
 //! delivered, none dead-lettered.
 //!
-//! These tests restart the machine's own PostgreSQL and MariaDB (as root), so they are `#[ignore]`d in the ordinary suite and run by `.ci/run` on their own,
-//! after it: `cargo test --all-features --test server_restart -- --ignored --test-threads=1`.
-//! A server that cannot be restarted fails the test with the command that failed.
+//! Each test starts a private server of its own (`common/servers.rs`: a temporary directory,
+//! a free port) and restarts that one, never a server the rest of the suite uses.
 
 #[path = "conformance/harness.rs"]
 #[allow(unused_imports)]
 mod harness;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::{
     collections::HashSet,
@@ -34,57 +35,36 @@ async fn deliver(m: Mail, ctx: MessageContext<Seen>) -> Result<(), HandlerError>
     Ok(())
 }
 
-/// Restarts a database server with the shell command `restart`, then waits until `ready`
-/// succeeds; fails loudly when either is impossible.
-async fn restart(name: &'static str, restart: &'static str, ready: &'static str) {
-    let started = Instant::now();
-    let sh = |script: &'static str| {
-        tokio::task::spawn_blocking(move || {
-            std::process::Command::new("sh")
-                .args(["-c", script])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-        })
-    };
-    let status = sh(restart).await.unwrap().unwrap_or_else(|e| {
-        panic!("cannot run `{restart}` ({e}): the restart tests need root and a shell")
-    });
-    assert!(
-        status.success(),
-        "`{restart}` failed ({status}); {name} must be restartable for this test"
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !sh(ready).await.unwrap().is_ok_and(|s| s.success()) {
-        assert!(
-            Instant::now() < deadline,
-            "{name} did not answer `{ready}` within 60 s of `{restart}`; start it again by hand"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    println!(
-        "{name} restarted and answering after {:?}",
-        started.elapsed()
-    );
+/// A private server a test may restart.
+trait Restartable: Send + 'static {
+    fn url(&self) -> String;
+    /// Stops the server and starts it again on the same port and data (blocking).
+    fn restart(&mut self);
 }
 
-/// PostgreSQL: its init script restarts it cleanly.
-const PG_RESTART: &str = "service postgresql restart";
-const PG_READY: &str = "pg_isready -q -h 127.0.0.1 -p 5432";
-/// MariaDB: Debian's init script checks liveness with credentials a test machine may not
-/// have, so the server is shut down with the root login (which waits until it has stopped)
-/// and started the way the test machine starts it.
-const MARIADB_RESTART: &str = "mysqladmin -uroot shutdown && \
-    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd";
-const MARIADB_READY: &str = "mysqladmin -uroot -h 127.0.0.1 -P 3306 --protocol=tcp ping";
+impl Restartable for servers::PrivatePostgres {
+    fn url(&self) -> String {
+        servers::PrivatePostgres::url(self)
+    }
+    fn restart(&mut self) {
+        servers::PrivatePostgres::restart(self)
+    }
+}
 
-async fn restart_mid_run<H: Harness>(
-    name: &'static str,
-    command: &'static str,
-    ready: &'static str,
-) {
+impl Restartable for servers::PrivateMariaDb {
+    fn url(&self) -> String {
+        servers::PrivateMariaDb::url(self)
+    }
+    fn restart(&mut self) {
+        servers::PrivateMariaDb::restart(self)
+    }
+}
+
+async fn restart_mid_run<H: Harness, S: Restartable>(name: &'static str, server: S) {
     const N: i64 = 2_000;
-    let h = H::new().await;
+    let h = H::attach(&server.url()).await;
+    Outbox::new(h.backend()).migrate().await.expect("migrate");
+    let mut server = Some(server);
     let mut tx = h.pool().begin().await.unwrap();
     let mails: Vec<Mail> = (0..N).map(|n| Mail { n }).collect();
     enqueue_many(&mut *tx, &mails).await.unwrap();
@@ -101,7 +81,20 @@ async fn restart_mid_run<H: Harness>(
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let before = count();
-            restart(name, command, ready).await;
+            let started = Instant::now();
+            let mut restarting = server.take().unwrap();
+            server = Some(
+                tokio::task::spawn_blocking(move || {
+                    restarting.restart();
+                    restarting
+                })
+                .await
+                .unwrap(),
+            );
+            println!(
+                "{name} restarted and answering after {:?}",
+                started.elapsed()
+            );
             println!("{}: {before} of {N} delivered before the restart", H::NAME);
             let deadline = Instant::now() + Duration::from_secs(120);
             while count() < N && Instant::now() < deadline {
@@ -136,13 +129,17 @@ async fn restart_mid_run<H: Harness>(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "restarts the machine's PostgreSQL; run by .ci/run on its own"]
 async fn postgres_restart_mid_run() {
-    restart_mid_run::<harness::PostgresHarness>("PostgreSQL", PG_RESTART, PG_READY).await
+    let server = tokio::task::spawn_blocking(servers::PrivatePostgres::start)
+        .await
+        .unwrap();
+    restart_mid_run::<harness::PostgresHarness, _>("PostgreSQL", server).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "restarts the machine's MariaDB; run by .ci/run on its own"]
 async fn mariadb_restart_mid_run() {
-    restart_mid_run::<harness::MySqlHarness>("MariaDB", MARIADB_RESTART, MARIADB_READY).await
+    let server = tokio::task::spawn_blocking(servers::PrivateMariaDb::start)
+        .await
+        .unwrap();
+    restart_mid_run::<harness::MySqlHarness, _>("MariaDB", server).await
 }

@@ -81,7 +81,7 @@ fn verify(dir: &Path, message: &[u8], signer: &DkimSigner) -> Verdict {
 fn verify_with(dir: &Path, message: &[u8], name: &str, value: &str) -> Verdict {
     let file = dir.join("message.eml");
     std::fs::write(&file, message).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/verify_dkim.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/verify_dkim.py");
     let out = Command::new("python3")
         .arg(script)
         .arg(&file)

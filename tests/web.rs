@@ -188,7 +188,7 @@ impl Browser {
         let png = self.client.screenshot().await.unwrap();
         assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
         let dir = if std::env::var_os("OUTBOX_WRITE_SCREENSHOTS").is_some() {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs")
         } else {
             std::env::temp_dir().join("outbox-web-screenshots")
         };

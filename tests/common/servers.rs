@@ -4,8 +4,8 @@
 //! 5432/3306 are never touched.
 //!
 //! Include it with `#[path = "common/servers.rs"] mod servers;` (it needs only `tempfile`
-//! and `rcgen`, no outbox feature). Each server has a database `test` and a user with an
-//! empty password (`postgres`, `root`), like the machine's own, so
+//! and the `openssl` command, no outbox feature). Each server has a database `test` and a
+//! user with an empty password (`postgres`, `root`), like the machine's own, so
 //! [`PrivatePostgres::url`] and [`PrivateMariaDb::url`] are shaped like
 //! `outbox::postgres::DEFAULT_URL` and `outbox::mysql::DEFAULT_URL`.
 //!
@@ -52,34 +52,92 @@ impl TestCerts {
     /// Like [`TestCerts::new`], with the server certificate issued for `names` (host names
     /// or IP addresses) only.
     pub fn for_names(name: &str, names: &[&str]) -> Self {
-        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, format!("outbox test CA {name}"));
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let names = names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
-        let mut params = CertificateParams::new(names).unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("outbox test server ({name})"));
-        let cert = params.signed_by(&key, &ca).unwrap();
-
         let dir = tempfile::tempdir().expect("temp dir for certificates");
-        let write = |file: &str, pem: String| {
-            let path = dir.path().join(file);
-            fs::write(&path, pem).expect("write a certificate file");
-            path
-        };
+        let path = |file: &str| dir.path().join(file);
+        let san = names
+            .iter()
+            .map(|n| match n.parse::<std::net::IpAddr>() {
+                Ok(_) => format!("IP:{n}"),
+                Err(_) => format!("DNS:{n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        fs::write(
+            path("server.ext"),
+            format!(
+                "subjectAltName={san}\nbasicConstraints=CA:FALSE\n\
+                 keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+            ),
+        )
+        .expect("write the certificate's extensions");
+        // ECDSA P-256 keys, PKCS#8 (what `openssl req` writes).
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        openssl(
+            "make the test CA",
+            Command::new("openssl")
+                .args(["req", "-x509"])
+                .args(ec)
+                .arg("-keyout")
+                .arg(path("ca.key"))
+                .arg("-out")
+                .arg(path("ca.pem"))
+                .args(["-days", "2", "-subj"])
+                .arg(format!("/CN=outbox test CA {name}"))
+                .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+                .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]),
+        );
+        openssl(
+            "make the server's key and request",
+            Command::new("openssl")
+                .arg("req")
+                .args(ec)
+                .arg("-keyout")
+                .arg(path("server.key"))
+                .arg("-out")
+                .arg(path("server.csr"))
+                .arg("-subj")
+                .arg(format!("/CN=outbox test server ({name})")),
+        );
+        openssl(
+            "sign the server's certificate",
+            Command::new("openssl")
+                .args(["x509", "-req", "-in"])
+                .arg(path("server.csr"))
+                .arg("-CA")
+                .arg(path("ca.pem"))
+                .arg("-CAkey")
+                .arg(path("ca.key"))
+                .args(["-CAcreateserial", "-days", "2", "-out"])
+                .arg(path("server.pem"))
+                .arg("-extfile")
+                .arg(path("server.ext")),
+        );
         Self {
-            ca: write("ca.pem", ca.pem()),
-            cert: write("server.pem", cert.pem()),
-            key: write("server.key", key.serialize_pem()),
+            ca: path("ca.pem"),
+            cert: path("server.pem"),
+            key: path("server.key"),
             _dir: dir,
         }
     }
+}
+
+/// Runs an `openssl` command, failing the test with its output (or how to install it).
+fn openssl(what: &str, cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!("{what}: cannot run openssl ({e}): install it with `apt-get install -y openssl`")
+    });
+    assert!(
+        out.status.success(),
+        "{what}: openssl failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A free TCP port on loopback (free when asked; the server binds it right after).
@@ -173,61 +231,91 @@ fn run(what: &str, cmd: &mut Command) {
     );
 }
 
+/// Builds the command that starts a server (the same binary, arguments and user each time).
+type Launch = Box<dyn Fn() -> Command + Send + Sync>;
+/// Whether the server answers.
+type Ready = Box<dyn Fn() -> bool + Send + Sync>;
+
 /// A running server process, its log file and its directory; stopped on drop.
 struct Process {
     child: Child,
     log: PathBuf,
     /// The signal that shuts the server down cleanly (`INT`: PostgreSQL's fast shutdown).
     stop_signal: &'static str,
+    what: &'static str,
+    launch: Launch,
+    ready: Ready,
     dir: tempfile::TempDir,
 }
 
 impl Process {
-    fn spawn(mut cmd: Command, dir: tempfile::TempDir, stop_signal: &'static str) -> Self {
+    /// Starts the server and waits until `ready` holds.
+    fn start(
+        what: &'static str,
+        launch: Launch,
+        ready: Ready,
+        dir: tempfile::TempDir,
+        stop_signal: &'static str,
+    ) -> Self {
         let log = dir.path().join("server.log");
-        let file = fs::File::create(&log).expect("server log file");
-        cmd.stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file);
-        let child = cmd.spawn().expect("start the database server");
-        Self {
+        let child = Self::spawn(&launch, &log);
+        let mut process = Self {
             child,
             log,
             stop_signal,
+            what,
+            launch,
+            ready,
             dir,
-        }
+        };
+        process.wait_ready();
+        process
+    }
+
+    fn spawn(launch: &Launch, log: &Path) -> Child {
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("server log file");
+        let mut cmd = launch();
+        cmd.stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file);
+        cmd.spawn().expect("start the database server")
     }
 
     fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Polls `ready` until it holds, failing with the server's log if the server exits or
-    /// does not get ready in time.
-    fn wait_ready(&mut self, what: &str, mut ready: impl FnMut() -> bool) {
+    /// Polls the readiness check until it holds, failing with the server's log if the server
+    /// exits or does not get ready in time.
+    fn wait_ready(&mut self) {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("poll the server") {
                 panic!(
-                    "{what} exited while starting ({status}); its log:\n{}",
+                    "{} exited while starting ({status}); its log:\n{}",
+                    self.what,
                     self.log()
                 );
             }
-            if ready() {
+            if (self.ready)() {
                 return;
             }
             assert!(
                 start.elapsed() < START_TIMEOUT,
-                "{what} was not ready after {START_TIMEOUT:?}; its log:\n{}",
+                "{} was not ready after {START_TIMEOUT:?}; its log:\n{}",
+                self.what,
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-}
 
-impl Drop for Process {
-    fn drop(&mut self) {
+    /// Shuts the server down with its stop signal (killed after 30 s) and waits for it.
+    fn stop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             let _ = Command::new("kill")
                 .args([
@@ -245,6 +333,20 @@ impl Drop for Process {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+
+    /// Stops the server and starts it again on the same port and data, waiting until it
+    /// answers.
+    fn restart(&mut self) {
+        self.stop();
+        self.child = Self::spawn(&self.launch, &self.log);
+        self.wait_ready();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -295,7 +397,7 @@ impl PrivatePostgres {
         as_user(&mut init);
         run("initdb", &mut init);
 
-        let mut server = Command::new(&postgres);
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
         if let Some(certs) = certs {
             // PostgreSQL wants its key owned by itself and readable by no one else.
             for (from, to) in [(&certs.cert, "server.pem"), (&certs.key, "server.key")] {
@@ -313,41 +415,53 @@ impl PrivatePostgres {
                  hostssl all all ::1/128 trust\n",
             )
             .expect("write pg_hba.conf");
-            server.args([
+            for arg in [
                 "-c",
                 "ssl=on",
                 "-c",
                 "ssl_cert_file=server.pem",
                 "-c",
                 "ssl_key_file=server.key",
-            ]);
+            ] {
+                args.push(arg.into());
+            }
         }
         let port = free_port();
-        server
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=100",
-            ]);
-        as_user(&mut server);
-        let mut process = Process::spawn(server, dir, "INT");
-
-        let socket_dir = process.dir.path().to_path_buf();
+        args.push("-D".into());
+        args.push(data.clone().into());
+        args.push("-p".into());
+        args.push(port.to_string().into());
+        args.push("-k".into());
+        args.push(dir.path().into());
+        for arg in [
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=100",
+        ] {
+            args.push(arg.into());
+        }
+        let launch: Launch = Box::new(move || {
+            let mut server = Command::new(&postgres);
+            server.args(&args);
+            if let Some((uid, gid)) = run_as {
+                server.uid(uid).gid(gid);
+            }
+            server
+        });
+        let socket_dir = dir.path().to_path_buf();
         let pg_isready = bindir.join("pg_isready");
-        process.wait_ready("PostgreSQL", || {
+        let ready: Ready = Box::new(move || {
             Command::new(&pg_isready)
                 .args(["-q", "-U", "postgres", "-p", &port.to_string(), "-h"])
                 .arg(&socket_dir)
                 .status()
                 .is_ok_and(|s| s.success())
         });
+        let process = Process::start("PostgreSQL", launch, ready, dir, "INT");
+        let socket_dir = process.dir.path().to_path_buf();
         run(
             "createdb test",
             Command::new(bindir.join("createdb"))
@@ -371,6 +485,12 @@ impl PrivatePostgres {
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.process.log()
+    }
+
+    /// Stops the server (fast shutdown: open connections are cut) and starts it again on
+    /// the same port with the same data; returns once it answers.
+    pub fn restart(&mut self) {
+        self.process.restart();
     }
 
     /// The directory of its Unix socket (for `psql -h DIR -p PORT`).
@@ -431,41 +551,46 @@ impl PrivateMariaDb {
         run("mariadb-install-db", &mut init);
 
         let port = free_port();
-        let mut server = Command::new(&mariadbd);
-        server
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--tmpdir={}", tmp.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .arg(format!("--port={port}"))
-            .args([
-                "--bind-address=127.0.0.1",
-                "--skip-name-resolve",
-                "--innodb-flush-log-at-trx-commit=0",
-            ]);
+        let mut args: Vec<String> = vec![
+            "--no-defaults".into(),
+            format!("--datadir={}", data.display()),
+            format!("--tmpdir={}", tmp.display()),
+            format!("--socket={}", socket.display()),
+            format!("--pid-file={}", dir.path().join("pid").display()),
+            format!("--port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--skip-name-resolve".into(),
+            "--innodb-flush-log-at-trx-commit=0".into(),
+            // The packaged server's character set (Debian's configuration says utf8mb4).
+            "--character-set-server=utf8mb4".into(),
+            "--collation-server=utf8mb4_general_ci".into(),
+        ];
         if root {
-            server.arg("--user=root");
+            args.push("--user=root".into());
         }
         if let Some(certs) = certs {
-            server
-                .arg(format!("--ssl-cert={}", certs.cert.display()))
-                .arg(format!("--ssl-key={}", certs.key.display()))
-                .arg(format!("--ssl-ca={}", certs.ca.display()))
-                .arg("--require-secure-transport=ON");
+            args.push(format!("--ssl-cert={}", certs.cert.display()));
+            args.push(format!("--ssl-key={}", certs.key.display()));
+            args.push(format!("--ssl-ca={}", certs.ca.display()));
+            args.push("--require-secure-transport=ON".into());
         }
-        let mut process = Process::spawn(server, dir, "TERM");
-
-        process.wait_ready("MariaDB", || {
+        let launch: Launch = Box::new(move || {
+            let mut server = Command::new(&mariadbd);
+            server.args(&args);
+            server
+        });
+        let ping_socket = socket.clone();
+        let ready: Ready = Box::new(move || {
             Command::new(&admin)
                 .arg("--no-defaults")
-                .arg(format!("--socket={}", socket.display()))
+                .arg(format!("--socket={}", ping_socket.display()))
                 .args(["-uroot", "ping"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success())
         });
+        let process = Process::start("MariaDB", launch, ready, dir, "TERM");
         run(
             "CREATE DATABASE test",
             Command::new(&client)
@@ -493,6 +618,12 @@ impl PrivateMariaDb {
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.process.log()
+    }
+
+    /// Stops the server (a clean shutdown) and starts it again on the same port with the
+    /// same data; returns once it answers.
+    pub fn restart(&mut self) {
+        self.process.restart();
     }
 
     /// Its Unix socket (for `mariadb --socket=…`).

@@ -1,0 +1,1 @@
+//! Holds one compile-fail test (`ui.rs`); this library is empty.
