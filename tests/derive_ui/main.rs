@@ -1,4 +1,4 @@
-//! Compile-time errors of `#[derive(OutboxMessage)]`: each case in `tests/ui/` must fail
+//! Compile-time errors of `#[derive(OutboxMessage)]`: each case in `ui/` must fail
 //! with exactly the message and span recorded next to it.
 
 #[test]
