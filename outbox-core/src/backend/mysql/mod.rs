@@ -38,21 +38,8 @@ use crate::{
 
 use crate::backend::migrations;
 
-/// The migration files of `migrations/mysql/`, embedded (see `backend::migrations`).
-pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations::embed!("mysql";
-    "20261122000001_outbox_tables.sql",
-    "20261122000002_claim_index.sql",
-    "20261123000001_outbox_messages.sql",
-    "20261123000003_attempt_log.sql",
-    "20261123000004_claims.sql",
-    "20261124000001_groups.sql",
-    "20261124000002_delivery_stats.sql",
-    "20261125000001_breakers.sql",
-    "20261126000001_suppressions.sql",
-    "20261127000001_shaping.sql",
-    "20261127000002_group_cancel.sql",
-    "20261128000001_recipient.sql",
-);
+/// The migration files of `migrations/mysql/`, embedded by the build script.
+const MIGRATIONS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations_mysql.rs"));
 
 /// Where the tests and examples look for MariaDB/MySQL unless told otherwise.
 pub const DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";

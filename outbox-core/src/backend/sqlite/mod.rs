@@ -49,21 +49,8 @@ use crate::{
 
 use crate::backend::migrations;
 
-/// The migration files of `migrations/sqlite/`, embedded (see `backend::migrations`).
-pub(crate) const MIGRATIONS: &[(&str, &str)] = migrations::embed!("sqlite";
-    "20261122000001_outbox_tables.sql",
-    "20261122000002_drop_unused_apalis_indexes.sql",
-    "20261123000001_outbox_messages.sql",
-    "20261123000003_attempt_log.sql",
-    "20261123000004_claims.sql",
-    "20261124000001_groups.sql",
-    "20261124000002_delivery_stats.sql",
-    "20261125000001_breakers.sql",
-    "20261126000001_suppressions.sql",
-    "20261127000001_shaping.sql",
-    "20261127000002_group_cancel.sql",
-    "20261128000001_recipient.sql",
-);
+/// The migration files of `migrations/sqlite/`, embedded by the build script.
+const MIGRATIONS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations_sqlite.rs"));
 
 /// The idle workers of every SQLite database in this process: a commit of an enqueue wakes
 /// the workers of its types (a spurious wake-up for another file costs one claim query).
