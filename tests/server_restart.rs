@@ -81,6 +81,8 @@ async fn restart_mid_run<H: Harness, S: Restartable>(name: &'static str, server:
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let before = count();
+            // A connection opened before the restart: it must be cut, or nothing restarted.
+            let mut held = h.pool().acquire().await.unwrap();
             let started = Instant::now();
             let mut restarting = server.take().unwrap();
             server = Some(
@@ -95,6 +97,11 @@ async fn restart_mid_run<H: Harness, S: Restartable>(name: &'static str, server:
                 "{name} restarted and answering after {:?}",
                 started.elapsed()
             );
+            assert!(
+                sqlx::Connection::ping(&mut *held).await.is_err(),
+                "{name}: a connection from before the restart still answers; the server did not restart"
+            );
+            held.close_on_drop();
             println!("{}: {before} of {N} delivered before the restart", H::NAME);
             let deadline = Instant::now() + Duration::from_secs(120);
             while count() < N && Instant::now() < deadline {

@@ -3,6 +3,8 @@
 //! (and its directory removed) when the value is dropped. The machine's own servers on
 //! 5432/3306 are never touched.
 //!
+//! `scripts/test.sh` starts the suite's servers with it too (`common/test_servers.rs`).
+//!
 //! Include it with `#[path = "common/servers.rs"] mod servers;` (it needs only `tempfile`
 //! and the `openssl` command, no outbox feature). Each server has a database `test` and a
 //! user with an empty password (`postgres`, `root`), like the machine's own, so
