@@ -155,3 +155,67 @@ macro_rules! port {
 port!(sqlite, SqliteHarness, "sqlite");
 port!(postgres, PostgresHarness, "postgres");
 port!(mysql, MySqlHarness, "mysql");
+
+/// PostgreSQL: a heartbeat never waits for a row another transaction holds (this
+/// process's own settlement of it, being written). Waiting could deadlock with a
+/// settlement that locks the same rows in another order, and PostgreSQL finds a deadlock
+/// only after `deadlock_timeout` (1 s by default), stalling the settlement with it. The row
+/// it skipped keeps its old lease; the others are extended.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_heartbeat_skips_rows_another_transaction_holds() {
+    use std::time::Duration;
+
+    use outbox::{
+        porttest::{at, claim, insert, message, LEASE},
+        store::{Held, Now, QueueStore, WorkerBeat},
+    };
+
+    let port: Port<harness::PostgresHarness> = fresh().await;
+    let t = "port_beat_locked";
+    insert(&port, &[message(t, 1), message(t, 2)]).await;
+    let claimed = claim(&port, t, "w1", 2, at(0)).await;
+    assert_eq!(claimed.len(), 2);
+    let (free, locked) = (&claimed[0], &claimed[1]);
+
+    // Another transaction holds one of the two rows, as a settlement being written does.
+    let mut other = port.db.pool().begin().await.unwrap();
+    sqlx::query("SELECT id FROM outbox_messages WHERE id = $1 FOR UPDATE")
+        .bind(locked.id.as_str())
+        .fetch_one(&mut *other)
+        .await
+        .unwrap();
+
+    let held: Vec<Held> = claimed
+        .iter()
+        .map(|c| Held {
+            id: c.id.clone(),
+            claim: c.claim,
+        })
+        .collect();
+    let beats = [WorkerBeat {
+        owner: "w1",
+        type_tag: t,
+        lease: LEASE,
+        held: &held,
+    }];
+    let beat = port.backend().heartbeat(&beats, Now::At(at(10_000)));
+    tokio::time::timeout(Duration::from_secs(5), beat)
+        .await
+        .expect("the heartbeat did not wait for the locked row")
+        .unwrap();
+    other.rollback().await.unwrap();
+
+    // Just after the first lease ran out: the skipped row is rescued, the extended one
+    // is not.
+    let rescued = port
+        .backend()
+        .rescue_expired(&[t], Now::At(at(LEASE.as_millis() as u64 + 1)))
+        .await
+        .unwrap();
+    assert_eq!(rescued, 1, "only the row the heartbeat skipped expired");
+    let again = claim(&port, t, "w2", 2, at(LEASE.as_millis() as u64 + 2)).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, locked.id);
+    assert_ne!(again[0].id, free.id);
+}
