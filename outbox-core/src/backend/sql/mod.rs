@@ -123,8 +123,32 @@ pub trait SqlRow: Send + 'static {
     fn bytes(&self, i: usize) -> Result<Vec<u8>, sqlx::Error>;
 }
 
-/// Every database's rows: an integer column is read as `BIGINT`, else `INT`, else
-/// `SMALLINT` (PostgreSQL and MySQL return the column's own width).
+/// The integer width a column declares, as far as its type says: 64, 32 or 16 bits.
+fn declared_width<R>(row: &R, i: usize) -> Option<u8>
+where
+    R: sqlx::Row,
+    usize: sqlx::ColumnIndex<R>,
+    i64: sqlx::Type<R::Database>,
+    i32: sqlx::Type<R::Database>,
+    i16: sqlx::Type<R::Database>,
+{
+    use sqlx::{Column, Type};
+    let ty = row.try_column(i).ok()?.type_info();
+    if <i64 as Type<R::Database>>::compatible(ty) {
+        Some(64)
+    } else if <i32 as Type<R::Database>>::compatible(ty) {
+        Some(32)
+    } else if <i16 as Type<R::Database>>::compatible(ty) {
+        Some(16)
+    } else {
+        None
+    }
+}
+
+/// Every database's rows: an integer column is read at the width its type declares
+/// (PostgreSQL and MySQL return the column's own width), else as `BIGINT`, else `INT`,
+/// else `SMALLINT`. (The declared width comes first because a try at the wrong width
+/// formats an error message: several per row of every claim, most of a claim's own cost.)
 impl<R> SqlRow for R
 where
     R: sqlx::Row + Send + 'static,
@@ -138,13 +162,25 @@ where
     for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
     fn int(&self, i: usize) -> Result<i64, sqlx::Error> {
-        self.try_get::<i64, _>(i)
+        let declared = match declared_width(self, i) {
+            Some(32) => self.try_get::<i32, _>(i).map(i64::from),
+            Some(16) => self.try_get::<i16, _>(i).map(i64::from),
+            _ => self.try_get::<i64, _>(i),
+        };
+        declared
+            .or_else(|_| self.try_get::<i64, _>(i))
             .or_else(|_| self.try_get::<i32, _>(i).map(i64::from))
             .or_else(|_| self.try_get::<i16, _>(i).map(i64::from))
     }
 
     fn opt_int(&self, i: usize) -> Result<Option<i64>, sqlx::Error> {
-        self.try_get::<Option<i64>, _>(i)
+        let declared = match declared_width(self, i) {
+            Some(32) => self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)),
+            Some(16) => self.try_get::<Option<i16>, _>(i).map(|v| v.map(i64::from)),
+            _ => self.try_get::<Option<i64>, _>(i),
+        };
+        declared
+            .or_else(|_| self.try_get::<Option<i64>, _>(i))
             .or_else(|_| self.try_get::<Option<i32>, _>(i).map(|v| v.map(i64::from)))
             .or_else(|_| self.try_get::<Option<i16>, _>(i).map(|v| v.map(i64::from)))
     }
