@@ -134,8 +134,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// How often running workers read the status counts into the queue depth and oldest
     /// due age gauges (`outbox_queue_depth`, `outbox_oldest_due_age_seconds`; default every
-    /// 10 s, and once when the workers stop). `None` turns the sampling off; the counters
-    /// and histograms are recorded either way.
+    /// 10 s, the first one interval after the start, and once when the workers stop: each
+    /// sample counts the whole queue). `None` turns the sampling off; the counters and
+    /// histograms are recorded either way.
     pub fn gauge_interval(mut self, every: Option<Duration>) -> Self {
         self.gauge_interval = every;
         self

@@ -14,7 +14,8 @@ use crate::{
     store::{Backend, UnregisteredType},
 };
 
-/// How often a drain checks whether anything is left.
+/// How often a drain checks whether anything is left, besides when a worker says it holds
+/// nothing (a claim found nothing, or its last settlement was written).
 const CHECK_EVERY: Duration = Duration::from_millis(25);
 
 /// What a drain did.
@@ -92,11 +93,16 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             false => Start::Drain,
         };
         let running = self.start(how, steering).await;
-        // Beside the workers, not before their first claim (it scans the queue).
-        let unregistered = self.handle_unregistered(&registered);
+        let signals = &running.signals;
+        // Beside the workers, after their first claim (it scans the queue).
+        let unregistered = async {
+            signals.after_first_claim().await;
+            self.handle_unregistered(&registered).await
+        };
         let outcome = async {
-            // Expired leases come back beside the first claims, and before the drain can
+            // Expired leases come back after the first claims, and before the drain can
             // decide it is done (the heartbeat does it too, but not on the drain's clock).
+            signals.after_first_claim().await;
             let rescued = self
                 .backend
                 .rescue_expired(&registered, self.clock.database_now())
@@ -108,7 +114,10 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 );
             }
             loop {
-                tokio::time::sleep(CHECK_EVERY).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(CHECK_EVERY) => {}
+                    _ = signals.quiet() => {}
+                }
                 let waiting = self.types_waiting_for_tokens(options.limited).await?;
                 let types: Vec<&'static str> = registered
                     .iter()

@@ -11,7 +11,9 @@ use crate::{
     store::{Backend, TypeCounts},
 };
 
-/// Samples the status counts every `every` and sets the gauges, until stopped.
+/// Samples the status counts every `every` and sets the gauges, until stopped; the first
+/// sample one interval after the start (the count scans the queue: at start it would
+/// compete with the first claims over a backlog; a drain samples once when it ends).
 pub(super) fn sample<B: Backend>(
     backend: B,
     clock: Arc<dyn Clock>,
@@ -20,11 +22,11 @@ pub(super) fn sample<B: Backend>(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            sample_once(&backend, clock.as_ref()).await;
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
                 _ = stopped.wait_for(|s| *s) => return,
             }
+            sample_once(&backend, clock.as_ref()).await;
         }
     })
 }

@@ -4,19 +4,22 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::{clock::Clock, enqueue::MessageId, store::Backend};
+use crate::{clock::Clock, enqueue::MessageId, store::Backend, worker::Signals};
 
 /// How often a running outbox looks for groups whose completion hook is due.
 pub(crate) const HOOK_POLL: Duration = Duration::from_secs(1);
 
 /// Every [`HOOK_POLL`], enqueues the completion message of each group with an armed hook
-/// and nothing queued or running (once across processes), until stopped.
+/// and nothing queued or running (once across processes), until stopped; the first time
+/// after the workers' first claim.
 pub(super) fn fire_hooks<B: Backend>(
     backend: B,
     clock: Arc<dyn Clock>,
+    signals: Arc<Signals>,
     mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        signals.after_first_claim().await;
         loop {
             let _ = fire_once(&backend, clock.as_ref()).await;
             tokio::select! {

@@ -46,6 +46,9 @@ impl<B: Backend> Steer<B> {
         mut stopped: watch::Receiver<bool>,
     ) -> JoinHandle<()> {
         tokio::spawn(async move {
+            // The start read the steering a moment ago: the next read waits for the
+            // workers' first claim.
+            self.hub.signals.after_first_claim().await;
             loop {
                 let wait = self.read_once(&backend, clock.as_ref()).await;
                 tokio::select! {

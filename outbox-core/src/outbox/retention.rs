@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::{clock::Clock, store::Backend};
+use crate::{clock::Clock, store::Backend, worker::Signals};
 
 /// Rows deleted per statement, so a prune never holds locks for long.
 const PRUNE_BATCH: u32 = 1_000;
@@ -34,16 +34,18 @@ pub(super) enum Rows {
     Suppressed,
 }
 
-/// Prunes `rows` older than `window` until stopped.
+/// Prunes `rows` older than `window` until stopped (the first time after the workers'
+/// first claim).
 pub(super) fn prune<B: Backend>(
     backend: B,
     clock: Arc<dyn Clock>,
     rows: Rows,
     window: Duration,
-    mut stopped: watch::Receiver<bool>,
+    (signals, mut stopped): (Arc<Signals>, watch::Receiver<bool>),
 ) -> JoinHandle<()> {
     let every = prune_period(window);
     tokio::spawn(async move {
+        signals.after_first_claim().await;
         loop {
             let now = clock.database_now();
             let pruned = match rows {

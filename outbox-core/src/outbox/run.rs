@@ -28,7 +28,7 @@ use crate::{
     },
     store::{Backend, Retention, Steering, UnregisteredType},
     worker::{
-        heartbeat, supervise, watch_due, watch_reach, Dispatch, Hub, IdlePoll, Process,
+        heartbeat, supervise, watch_due, watch_reach, Dispatch, Hub, IdlePoll, Process, Signals,
         WorkerNames, WorkerSettings,
     },
 };
@@ -71,6 +71,8 @@ pub(super) struct Running<B: Backend> {
     summary: Option<Arc<Summary>>,
     /// Each type's circuit breaker (types with the breaker off have none).
     pub(super) breakers: HashMap<&'static str, Arc<BreakerSwitch>>,
+    /// The workers' first claim and quiet moments.
+    pub(super) signals: Arc<Signals>,
 }
 
 impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
@@ -97,7 +99,9 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let running = self.start(Start::Run, steering).await;
         // Counting the messages no handler here takes scans the queue: it runs beside the
         // workers, never before the first claim (the workers claim registered types only).
+        let signals = Arc::clone(&running.signals);
         let watch_unregistered = async {
+            signals.after_first_claim().await;
             loop {
                 if let Err(e) = self.handle_unregistered(&registered).await {
                     tracing::warn!(error = %e, "cannot check for unregistered message types");
@@ -224,6 +228,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     pub(super) async fn start(&self, how: Start, steering: Steering) -> Running<B> {
         let names = WorkerNames::new();
         let hub = Hub::new();
+        let signals = Arc::clone(&hub.signals);
         let (stop, stopped) = watch::channel(false);
         let switches: HashMap<&'static str, Arc<PauseSwitch>> = self
             .registrations
@@ -369,6 +374,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             groups::fire_hooks(
                 self.backend.clone(),
                 Arc::clone(&self.clock),
+                Arc::clone(&signals),
                 stopped.clone(),
             ),
             watch_reach(Arc::clone(&hub.reach), stopped.clone()),
@@ -380,11 +386,12 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 stopped.clone(),
             ),
             // Aborted after the workers stopped: it extends leases while they finish.
+            // A drain rescues expired leases at its start itself.
             heartbeat(
                 hub,
                 self.backend.clone(),
                 Arc::clone(&self.clock),
-                beat_every,
+                (beat_every, how == Start::Run),
             ),
         ];
         if let Some(every) = self.gauge_interval {
@@ -420,7 +427,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 Arc::clone(&self.clock),
                 retention::Rows::Done,
                 window,
-                stopped.clone(),
+                (Arc::clone(&signals), stopped.clone()),
             ));
         }
         // Suppressed rows are kept as long as done rows, or a week without retention.
@@ -433,7 +440,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             Arc::clone(&self.clock),
             retention::Rows::Suppressed,
             window,
-            stopped,
+            (Arc::clone(&signals), stopped),
         ));
         Running {
             names,
@@ -443,6 +450,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             history,
             summary,
             breakers,
+            signals,
         }
     }
 

@@ -129,7 +129,9 @@ impl<B: Backend> Engine<B> {
             wake,
             idle: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            dry: AtomicBool::new(false),
             reach: Arc::clone(&hub.reach),
+            signals: Arc::clone(&hub.signals),
         });
         hub.join(&shared);
         let flusher = tokio::spawn(flush(Arc::clone(&shared), settle_rx));
@@ -207,10 +209,12 @@ impl<B: Backend> Engine<B> {
             return false;
         };
         self.claim = None;
+        self.shared.signals.claim_returned();
         match result {
             Ok((claimed, count)) => {
                 self.backoff = Duration::ZERO;
                 let full = count >= self.claim_limit;
+                self.shared.dry.store(!full, Ordering::SeqCst);
                 let bytes = claimed.iter().map(|c| c.payload.len()).sum();
                 self.claim_done(full, bytes);
                 if count == 0 {
@@ -229,6 +233,8 @@ impl<B: Backend> Engine<B> {
                 let now = Instant::now();
                 let mut buffer = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
                 buffer.extend(claimed.into_iter().map(|c| (c, now)));
+                drop(buffer);
+                self.shared.signal_if_drained();
             }
             Err(e) => {
                 self.claim_done(false, 0);
@@ -477,6 +483,7 @@ async fn flush<B: Backend>(
         // report includes every outcome its workers recorded.
         shared.unwritten.fetch_sub(batch.len(), Ordering::SeqCst);
         shared.all_settled.notify_waiters();
+        shared.signal_if_drained();
     }
 }
 

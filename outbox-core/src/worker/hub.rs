@@ -11,6 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::FutureExt;
 use tokio::{
     sync::{watch, Notify},
     task::JoinHandle,
@@ -20,6 +21,7 @@ use super::{
     idle_poll::IdlePoll,
     reach::{unreachable, Reach},
     shared::Shared,
+    signals::Signals,
 };
 use crate::{
     clock::Clock,
@@ -56,6 +58,8 @@ pub(crate) struct Hub<B> {
     pub(crate) paused_groups: Arc<PausedGroups>,
     /// Whether the process reaches its database.
     pub(crate) reach: Arc<Reach>,
+    /// The workers' first claim and their quiet moments, for the process's loops.
+    pub(crate) signals: Arc<Signals>,
 }
 
 impl<B: Backend> Hub<B> {
@@ -67,6 +71,7 @@ impl<B: Backend> Hub<B> {
             joined: Notify::new(),
             paused_groups: Arc::new(PausedGroups::default()),
             reach: Arc::default(),
+            signals: Arc::default(),
         })
     }
 
@@ -192,16 +197,23 @@ pub(crate) fn watch_due<B: Backend>(
 /// Starts the process's heartbeat: every `every` (and when a worker starts) it extends the
 /// leases of everything the workers hold in one heartbeat, rescues the expired leases of
 /// every type they run in one statement, and gives back buffered messages that waited half
-/// their lease without starting. It runs until aborted, after the workers stopped.
+/// their lease without starting. It runs until aborted, after the workers stopped. Its
+/// first beat waits for the workers' first claim (the rescue scans the queue; see
+/// [`Signals`]), and rescues only with `first_rescue` (a drain rescues at its start itself:
+/// one scan, not two).
 pub(crate) fn heartbeat<B: Backend>(
     hub: Arc<Hub<B>>,
     store: B,
     clock: Arc<dyn Clock>,
-    every: Duration,
+    (every, first_rescue): (Duration, bool),
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        hub.signals.after_first_claim().await;
+        // The first beat registers every worker that joined so far.
+        let _ = hub.joined.notified().now_or_never();
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut rescue = first_rescue;
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
@@ -211,13 +223,19 @@ pub(crate) fn heartbeat<B: Backend>(
             if workers.is_empty() {
                 continue;
             }
-            beat(&workers, &store, clock.as_ref(), &hub.reach).await;
+            beat(&workers, &store, clock.as_ref(), (&hub.reach, rescue)).await;
+            rescue = true;
         }
     })
 }
 
 /// One heartbeat of `workers`.
-async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clock, reach: &Reach) {
+async fn beat<B: Backend>(
+    workers: &[Arc<Shared<B>>],
+    store: &B,
+    clock: &dyn Clock,
+    (reach, rescue): (&Reach, bool),
+) {
     let now = clock.database_now();
     let sent = Instant::now();
     let held: Vec<Vec<Held>> = workers.iter().map(|s| s.held_snapshot()).collect();
@@ -245,23 +263,27 @@ async fn beat<B: Backend>(workers: &[Arc<Shared<B>>], store: &B, clock: &dyn Clo
             tracing::warn!(error = %e, "cannot extend leases; held messages may be taken over")
         }
     }
-    let tags: Vec<&str> = workers
-        .iter()
-        .map(|s| s.settings.type_tag)
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
-    match reach.watch(store.rescue_expired(&tags, now)).await {
-        Ok(0) => {}
-        Ok(n) => {
-            tracing::warn!(
-                rescued = n,
-                "re-queued messages whose worker's lease expired"
-            );
-            workers.iter().for_each(|s| s.wake.notify_one());
+    if rescue {
+        let tags: Vec<&str> = workers
+            .iter()
+            .map(|s| s.settings.type_tag)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        match reach.watch(store.rescue_expired(&tags, now)).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(
+                    rescued = n,
+                    "re-queued messages whose worker's lease expired"
+                );
+                workers.iter().for_each(|s| s.wake.notify_one());
+            }
+            Err(e) if unreachable(&e) => {
+                tracing::debug!(error = %e, "cannot rescue expired leases")
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot rescue expired leases"),
         }
-        Err(e) if unreachable(&e) => tracing::debug!(error = %e, "cannot rescue expired leases"),
-        Err(e) => tracing::warn!(error = %e, "cannot rescue expired leases"),
     }
     for s in workers {
         // (Right after the host booted there is no instant half a lease ago: nothing is stale.)

@@ -12,6 +12,7 @@ mod runner;
 mod settings;
 mod settle;
 mod shared;
+mod signals;
 mod supervisor;
 mod suppress;
 
@@ -22,4 +23,5 @@ pub(crate) use idle_poll::IdlePoll;
 pub(crate) use names::WorkerNames;
 pub(crate) use reach::{unreachable, watch_reach, Reach};
 pub(crate) use settings::{RecipientOf, WorkerSettings};
+pub(crate) use signals::Signals;
 pub(crate) use supervisor::supervise;

@@ -59,8 +59,12 @@ pub(crate) struct Shared<B> {
     pub(super) idle: AtomicBool,
     /// Closing or closed: the process heartbeat leaves it out (it deregistered).
     pub(super) closed: AtomicBool,
+    /// The last claim found fewer messages than it asked for: the backlog ran dry.
+    pub(super) dry: AtomicBool,
     /// Whether the process reaches its database (the hub's).
     pub(super) reach: Arc<super::Reach>,
+    /// The process's first-claim and quiet signals (the hub's).
+    pub(super) signals: Arc<super::Signals>,
 }
 
 impl<B: Backend> Shared<B> {
@@ -155,6 +159,20 @@ impl<B: Backend> Shared<B> {
 
     pub(super) fn held_count(&self) -> usize {
         self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Says so to the process's loops ([`super::Signals::holding_nothing`]) when this worker's
+    /// backlog ran dry (its last claim found fewer than it asked for) and it holds no
+    /// message: none claimed, running or waiting for its settlement to be written. (Mid-way
+    /// through a backlog its claims are full, and nothing is said.)
+    pub(super) fn signal_if_drained(&self) {
+        if self.dry.load(Ordering::SeqCst)
+            && self.running.load(Ordering::SeqCst) == 0
+            && self.unwritten.load(Ordering::SeqCst) == 0
+            && self.held_count() == 0
+        {
+            self.signals.holding_nothing();
+        }
     }
 
     /// Gives back buffered messages claimed before `older_than` (all when `None`).
