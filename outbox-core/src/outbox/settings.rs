@@ -198,6 +198,7 @@ impl QueueOptions {
                 (None, None) => max_default.max(batch_size),
                 _ => batch_size,
             },
+            first_claim: self.concurrency.min(batch_size),
             heartbeat_interval: self.heartbeat_interval,
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
             tally: Tally::new(type_tag, Arc::clone(counters), Arc::clone(own)),

@@ -1,6 +1,8 @@
 //! How many messages a worker claims at a time.
 //!
-//! A claim starts at the type's batch size. When the handlers finish a prefetched batch
+//! The first claim asks for no more than the type's concurrency (a first delivery waits
+//! for the whole first claim: a small one returns sooner, and the next batch is claimed
+//! while it runs). A claim starts at the type's batch size. When the handlers finish a prefetched batch
 //! before the next claim returns (a slot waited on the database), and that claim came back
 //! full, the next one asks for twice as many, up to the maximum: a fast backlog is then
 //! claimed in fewer, larger transactions. A claim that comes back short (the backlog is
@@ -23,6 +25,8 @@ pub(crate) struct ClaimSize {
     prefetch: bool,
     /// A slot waited for the running prefetch: the buffer ran dry.
     starved: bool,
+    /// The most the first claim asks for, until it starts.
+    first: Option<usize>,
 }
 
 impl ClaimSize {
@@ -35,7 +39,14 @@ impl ClaimSize {
             current: base,
             prefetch: false,
             starved: false,
+            first: None,
         }
+    }
+
+    /// The first claim asks for at most `n` (at least 1).
+    pub(crate) fn first_at_most(mut self, n: usize) -> Self {
+        self.first = Some(n.max(1));
+        self
     }
 
     /// The current batch.
@@ -52,11 +63,13 @@ impl ClaimSize {
     /// half, and a refill starts only once half a batch is left, so every claim but the
     /// last asks for at least a whole batch.
     pub(crate) fn room(&self, buffered: usize) -> usize {
-        (self.current + self.refill_below()).saturating_sub(buffered)
+        let room = (self.current + self.refill_below()).saturating_sub(buffered);
+        self.first.map_or(room, |first| room.min(first))
     }
 
     /// A claim starts while `buffered` messages wait.
     pub(crate) fn claim_started(&mut self, buffered: usize) {
+        self.first = None;
         self.prefetch = buffered > 0;
         self.starved = false;
     }
@@ -107,6 +120,19 @@ mod tests {
         }
         assert_eq!(size.room(0), 750);
         assert_eq!(size.room(250), 500);
+    }
+
+    #[test]
+    fn the_first_claim_asks_for_the_concurrency_at_most() {
+        let mut size = ClaimSize::new(100, 500).first_at_most(10);
+        assert_eq!(size.room(0), 10);
+        size.claim_started(0);
+        size.claim_done(true, 1_000);
+        // Then a batch and a half, as ever, and the batch did not move.
+        assert_eq!(size.room(9), 141);
+        assert_eq!(size.batch(), 100);
+        // A concurrency above the batch changes nothing.
+        assert_eq!(ClaimSize::new(100, 500).first_at_most(400).room(0), 150);
     }
 
     #[test]

@@ -115,7 +115,8 @@ impl<B: Backend> Engine<B> {
         let Process { store, clock, hub } = process;
         let (settle_tx, settle_rx) = mpsc::unbounded_channel();
         let wake = store.wakeups().subscribe(settings.type_tag);
-        let size = ClaimSize::new(settings.batch_size, settings.max_batch_size);
+        let size = ClaimSize::new(settings.batch_size, settings.max_batch_size)
+            .first_at_most(settings.first_claim);
         let shared = Arc::new(Shared {
             store,
             settings,

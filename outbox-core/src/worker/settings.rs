@@ -19,6 +19,10 @@ pub(crate) struct WorkerSettings {
     /// The most a claim grows to while the handlers outpace the claims (at least
     /// `batch_size`; equal to it, the batch never grows; see `ClaimSize`).
     pub(crate) max_batch_size: usize,
+    /// The most the worker's first claim asks for: its concurrency, so the first
+    /// handlers start as soon as the database returns that many (the next batch is
+    /// claimed while they run).
+    pub(crate) first_claim: usize,
     /// How often leases are extended and expired ones rescued.
     pub(crate) heartbeat_interval: Duration,
     /// How long a claim or a heartbeat holds a message unless extended
