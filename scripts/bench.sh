@@ -39,5 +39,5 @@ done
 
 args=()
 for b in $BACKENDS; do args+=(--backend "$b"); done
-OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" "${CARGO_TARGET_DIR:-target}/release/bench" "${args[@]}" --runs "$RUNS" \
+OUTBOX_BENCH_SMTP="127.0.0.1:${PORT}" OUTBOX_BENCH_SINK_PID="$SINK_PID" "${CARGO_TARGET_DIR:-target}/release/bench" "${args[@]}" --runs "$RUNS" \
     --json bench-results.json "$@"
