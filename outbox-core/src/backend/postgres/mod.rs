@@ -31,7 +31,7 @@ use sqlx::{
 
 use super::sql::{
     bind, quiet,
-    rows::{claimed, millis_ceil},
+    rows::{claimed_from, millis_ceil, ClaimColumns},
     Arg, Dialect, Queries,
 };
 use super::{check_scheme, connect_error, probe, Engine};
@@ -347,23 +347,50 @@ impl Dialect for PostgresBackend {
         matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001") | Some("40P01")))
     }
 
-    /// One statement (see `claim.sql`).
+    /// One statement (see `claim.sql`), its rows read as the types the table declares (the
+    /// claim is the hottest read: no width is guessed).
     fn claim_rows<'a>(
         &'a self,
         r: &'a ClaimRequest<'a>,
     ) -> BoxFuture<'a, Result<Vec<Claimed>, sqlx::Error>> {
+        type Row = (
+            String,
+            Vec<u8>,
+            i32,
+            i32,
+            i32,
+            i64,
+            i32,
+            Option<String>,
+            i64,
+        );
         Box::pin(async move {
-            let args = [
-                Arg::Text(r.type_tag),
-                Arg::OptInt(self.now_ms(r.now)),
-                Arg::Int(i64::from(r.limit)),
-                Arg::Text(r.owner),
-                Arg::Int(millis_ceil(r.lease)),
-            ];
-            let rows = self
-                .fetch(None, include_str!("queries/claim.sql"), &args)
+            let rows: Vec<Row> = sqlx::query_as(include_str!("queries/claim.sql"))
+                .bind(r.type_tag)
+                .bind(self.now_ms(r.now))
+                .bind(i64::from(r.limit))
+                .bind(r.owner)
+                .bind(millis_ceil(r.lease))
+                .fetch_all(&self.pool)
                 .await?;
-            rows.iter().map(|row| claimed(row, true)).collect()
+            Ok(rows
+                .into_iter()
+                .map(
+                    |(id, payload, attempt, max, priority, due, claim, group, enqueued)| {
+                        claimed_from(ClaimColumns {
+                            id,
+                            payload,
+                            attempt: attempt.into(),
+                            max_attempts: max.into(),
+                            priority: priority.into(),
+                            due_at: due,
+                            claim: claim.into(),
+                            group,
+                            enqueued_at: enqueued,
+                        })
+                    },
+                )
+                .collect())
         })
     }
 }

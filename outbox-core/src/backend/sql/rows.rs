@@ -297,17 +297,45 @@ fn clamp_u32(v: i64) -> u32 {
 /// it (a locking read followed by the update).
 pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx::Error> {
     let this = i64::from(!counted);
-    Ok(Claimed {
-        id: MessageId::from_string(row.text(0)?),
+    Ok(claimed_from(ClaimColumns {
+        id: row.text(0)?,
         payload: row.bytes(1)?,
-        attempt: clamp_u32(row.int(2)? + this),
-        max_attempts: clamp_u32(row.int(3)?),
-        priority: row.int(4)?.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
-        due_at: from_unix_millis(row.int(5)?),
-        claim: clamp_u32(row.int(6)? + this),
+        attempt: row.int(2)? + this,
+        max_attempts: row.int(3)?,
+        priority: row.int(4)?,
+        due_at: row.int(5)?,
+        claim: row.int(6)? + this,
         group: row.opt_text(7)?,
-        enqueued_at: from_unix_millis(row.int(8)?),
-    })
+        enqueued_at: row.int(8)?,
+    }))
+}
+
+/// The columns of a claimed row, as stored (counts already including this claim).
+pub(crate) struct ClaimColumns {
+    pub(crate) id: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) attempt: i64,
+    pub(crate) max_attempts: i64,
+    pub(crate) priority: i64,
+    pub(crate) due_at: i64,
+    pub(crate) claim: i64,
+    pub(crate) group: Option<String>,
+    pub(crate) enqueued_at: i64,
+}
+
+/// A claimed message from its stored columns.
+pub(crate) fn claimed_from(c: ClaimColumns) -> Claimed {
+    Claimed {
+        id: MessageId::from_string(c.id),
+        payload: c.payload,
+        attempt: clamp_u32(c.attempt),
+        max_attempts: clamp_u32(c.max_attempts),
+        priority: c.priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+        due_at: from_unix_millis(c.due_at),
+        claim: clamp_u32(c.claim),
+        group: c.group,
+        enqueued_at: from_unix_millis(c.enqueued_at),
+    }
 }
 
 /// A dead letter from the columns of `dead_letters_list.sql`: id, type, payload,
