@@ -14,8 +14,8 @@ use crate::{
     store::{Backend, UnregisteredType},
 };
 
-/// How often a drain checks whether anything is left, besides when a worker says it holds
-/// nothing (a claim found nothing, or its last settlement was written).
+/// How often a drain checks whether anything is left, besides when a worker says its
+/// backlog ran dry and it holds nothing.
 const CHECK_EVERY: Duration = Duration::from_millis(25);
 
 /// What a drain did.
@@ -101,7 +101,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         };
         let outcome = async {
             // Expired leases come back after the first claims, and before the drain can
-            // decide it is done (the heartbeat does it too, but not on the drain's clock).
+            // decide it is done (the heartbeat's first beat leaves this to the drain).
             signals.after_first_claim().await;
             let rescued = self
                 .backend

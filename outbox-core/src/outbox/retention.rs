@@ -41,7 +41,8 @@ pub(super) fn prune<B: Backend>(
     clock: Arc<dyn Clock>,
     rows: Rows,
     window: Duration,
-    (signals, mut stopped): (Arc<Signals>, watch::Receiver<bool>),
+    signals: Arc<Signals>,
+    mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let every = prune_period(window);
     tokio::spawn(async move {

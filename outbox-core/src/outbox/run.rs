@@ -391,7 +391,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 hub,
                 self.backend.clone(),
                 Arc::clone(&self.clock),
-                (beat_every, how == Start::Run),
+                beat_every,
+                how == Start::Run,
             ),
         ];
         if let Some(every) = self.gauge_interval {
@@ -427,7 +428,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 Arc::clone(&self.clock),
                 retention::Rows::Done,
                 window,
-                (Arc::clone(&signals), stopped.clone()),
+                Arc::clone(&signals),
+                stopped.clone(),
             ));
         }
         // Suppressed rows are kept as long as done rows, or a week without retention.
@@ -440,7 +442,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             Arc::clone(&self.clock),
             retention::Rows::Suppressed,
             window,
-            (Arc::clone(&signals), stopped),
+            Arc::clone(&signals),
+            stopped,
         ));
         Running {
             names,

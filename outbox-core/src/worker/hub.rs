@@ -205,7 +205,8 @@ pub(crate) fn heartbeat<B: Backend>(
     hub: Arc<Hub<B>>,
     store: B,
     clock: Arc<dyn Clock>,
-    (every, first_rescue): (Duration, bool),
+    every: Duration,
+    first_rescue: bool,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         hub.signals.after_first_claim().await;
@@ -223,7 +224,7 @@ pub(crate) fn heartbeat<B: Backend>(
             if workers.is_empty() {
                 continue;
             }
-            beat(&workers, &store, clock.as_ref(), (&hub.reach, rescue)).await;
+            beat(&workers, &store, clock.as_ref(), &hub.reach, rescue).await;
             rescue = true;
         }
     })
@@ -234,7 +235,8 @@ async fn beat<B: Backend>(
     workers: &[Arc<Shared<B>>],
     store: &B,
     clock: &dyn Clock,
-    (reach, rescue): (&Reach, bool),
+    reach: &Reach,
+    rescue: bool,
 ) {
     let now = clock.database_now();
     let sent = Instant::now();

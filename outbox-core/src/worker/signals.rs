@@ -7,9 +7,10 @@
 //!   queues before that claim for the database (SQLite's single writer, a pool's idle
 //!   connection). It waits [`FIRST_CLAIM_WAIT`] at most: a claim held up by a lock or an
 //!   unreachable database does not hold up the rest.
-//! * **holding nothing**: a worker whose claim found nothing, or whose flusher wrote its
-//!   last held settlement, says so; a drain checks at once whether it is done instead of
-//!   at its next poll.
+//! * **holding nothing**: a worker whose last claim came back short (its backlog ran dry)
+//!   and that holds no message says so, after that claim or after its flusher wrote the
+//!   last settlement; a drain checks at once whether it is done instead of at its next
+//!   poll.
 
 use std::time::Duration;
 
