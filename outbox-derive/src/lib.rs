@@ -4,6 +4,8 @@
 //! attributes into the model of `ast`, `valid` checks it and `expand` generates
 //! the `impl OutboxMessage`.
 
+#![warn(missing_docs)]
+
 mod ast;
 mod attr;
 mod expand;

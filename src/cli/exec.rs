@@ -466,7 +466,7 @@ impl<B: Backend> Ctx<B> {
         for (name, s) in buckets {
             t.add_row(vec![
                 name.clone(),
-                render::rate(s.limit.per_second),
+                crate::units::rate(s.limit.per_second),
                 format!("{:.0}", s.limit.per_second * 3600.0),
                 format!("{}", s.limit.burst),
                 format!("{:.2}", s.tokens_now()),

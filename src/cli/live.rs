@@ -514,7 +514,7 @@ fn done_percent(g: &GroupProgress) -> u64 {
 /// A delivery rate, `-` when nothing was delivered lately.
 fn rate_text(per_second: f64) -> String {
     if per_second > 0.0 {
-        render::rate(per_second)
+        crate::units::rate(per_second)
     } else {
         "-".into()
     }

@@ -39,9 +39,9 @@ pub(crate) fn age(t: SystemTime, now: SystemTime) -> Duration {
         .unwrap_or_default()
 }
 
-/// A duration to the second, as `1h 2m 3s`.
+/// A duration cut to the second ([`crate::units::duration`]): `1h 2m 3s`, `30d`.
 pub(crate) fn duration(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    crate::units::duration(Duration::from_secs(d.as_secs()))
 }
 
 /// `s` (stored text: an SMTP reply, an error, a payload) safe to print on a terminal: each
@@ -116,21 +116,6 @@ pub(crate) fn payload_pretty(payload: &[u8]) -> String {
     }
 }
 
-/// A rate in messages per second as people write it: per second, minute or hour.
-pub(crate) fn rate(per_second: f64) -> String {
-    let fmt = |n: f64| {
-        let s = format!("{n:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    };
-    if per_second >= 1.0 {
-        format!("{}/s", fmt(per_second))
-    } else if per_second * 60.0 >= 1.0 {
-        format!("{}/min", fmt(per_second * 60.0))
-    } else {
-        format!("{}/h", fmt(per_second * 3600.0))
-    }
-}
-
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) {
     println!(
@@ -142,15 +127,6 @@ pub(crate) fn print_json(value: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rates_read_in_the_largest_whole_unit() {
-        assert_eq!(rate(20.0), "20/s");
-        assert_eq!(rate(0.5), "30/min");
-        assert_eq!(rate(60.0 / 3600.0), "1/min");
-        assert_eq!(rate(1.0 / 3600.0), "1/h");
-        assert_eq!(rate(100.0 / 3600.0), "1.667/min");
-    }
 
     #[test]
     fn control_characters_are_escaped() {

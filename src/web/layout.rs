@@ -187,15 +187,9 @@ impl Flash {
     }
 }
 
-/// `3m 20s`, `2h 5m`, `4d 1h`.
+/// An age or an estimate to the second ([`crate::units::duration`]): `3m 20s`, `2h 5m`.
 pub(crate) fn duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {}s", s / 60, s % 60),
-        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
-    }
+    crate::units::duration(Duration::from_secs(d.as_secs()))
 }
 
 /// How long ago `t` was.
@@ -255,19 +249,6 @@ pub(crate) fn timestamp(t: SystemTime) -> String {
     )
 }
 
-/// A rate in the unit that reads best.
-pub(crate) fn rate(per_second: f64) -> String {
-    if per_second >= 1.0 {
-        format!("{} / s", trim(per_second))
-    } else if per_second * 60.0 >= 1.0 && (per_second * 60.0).fract() < 0.005
-        || per_second * 60.0 >= 10.0
-    {
-        format!("{} / min", trim(per_second * 60.0))
-    } else {
-        format!("{} / h", trim(per_second * 3600.0))
-    }
-}
-
 /// A number with at most two decimals and no trailing zeros.
 pub(crate) fn trim(x: f64) -> String {
     let s = format!("{x:.2}");
@@ -312,12 +293,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_and_rates_read_well() {
+    fn timestamps_and_ages_read_well() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_714_564_800 + 3661);
         assert_eq!(timestamp(t), "2024-05-01 13:01:01 UTC");
-        assert_eq!(rate(2.5), "2.5 / s");
-        assert_eq!(rate(0.5), "30 / min");
-        assert_eq!(rate(100.0 / 3600.0), "100 / h");
-        assert_eq!(duration(Duration::from_secs(3725)), "1h 2m");
+        // Ages and estimates are cut to the second.
+        assert_eq!(duration(Duration::from_millis(3_725_400)), "1h 2m 5s");
+        assert_eq!(duration(Duration::from_millis(400)), "0s");
     }
 }

@@ -72,7 +72,7 @@ fn legend() -> Markup {
 /// A rate, `–` when nothing was delivered lately.
 fn rate(per_second: f64) -> Markup {
     html! {
-        @if per_second > 0.0 { (layout::rate(per_second)) } @else { span.muted { "–" } }
+        @if per_second > 0.0 { (crate::units::rate(per_second)) } @else { span.muted { "–" } }
     }
 }
 

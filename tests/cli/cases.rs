@@ -1538,7 +1538,7 @@ pub async fn shaping_rules_and_sites<H: Harness>() {
     );
     let text = out.succeeded().stdout.clone();
     assert!(text.starts_with("stored rule `gmail-rate`"), "{text}");
-    assert!(text.contains("slow to 10/min for 90min"), "{text}");
+    assert!(text.contains("slow to 10/min for 1h 30m"), "{text}");
     outbox(
         &url,
         &["shaping", "add-rule", "bad", "--pattern", "(", "--suspend"],

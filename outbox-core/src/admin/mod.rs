@@ -92,15 +92,9 @@ impl std::fmt::Display for Unattended {
     }
 }
 
-/// `45s`, `12m 5s`, `3h 20m`, `2d 4h`.
+/// A wait cut to the second ([`crate::units::duration`]): `45s`, `12m 5s`, `2d 4h 10m 3s`.
 fn short(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {}s", s / 60, s % 60),
-        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
-    }
+    crate::units::duration(Duration::from_secs(d.as_secs()))
 }
 
 /// The admin surface over one backend.
