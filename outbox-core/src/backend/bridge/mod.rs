@@ -118,35 +118,37 @@ fn queries(dialect: Dialect) -> &'static Queries {
     match dialect {
         #[cfg(feature = "postgres")]
         Dialect::Postgres => &Queries {
-            enqueue: include_str!("../postgres/queries/enqueue.sql"),
-            enqueue_select: include_str!("../postgres/queries/enqueue_select.sql"),
-            written: include_str!("../postgres/queries/bridge_written.sql"),
-            find_by_keys: include_str!("../postgres/queries/bridge_find_by_keys.sql"),
-            queued: include_str!("../postgres/queries/bridge_queued.sql"),
-            select_written: include_str!("../postgres/queries/bridge_select_written.sql"),
+            enqueue: include_str!("../postgres/queries/enqueue/enqueue.sql"),
+            enqueue_select: include_str!("../postgres/queries/enqueue/enqueue_select.sql"),
+            written: include_str!("../postgres/queries/bridge/bridge_written.sql"),
+            find_by_keys: include_str!("../postgres/queries/bridge/bridge_find_by_keys.sql"),
+            queued: include_str!("../postgres/queries/bridge/bridge_queued.sql"),
+            select_written: include_str!("../postgres/queries/bridge/bridge_select_written.sql"),
             lost: Lost::Refused,
         },
         #[cfg(feature = "mysql")]
         Dialect::MySql => &Queries {
-            enqueue: include_str!("../mysql/queries/enqueue.sql"),
-            enqueue_select: include_str!("../mysql/queries/enqueue_select.sql"),
-            written: include_str!("../mysql/queries/bridge_written.sql"),
-            find_by_keys: include_str!("../mysql/queries/bridge_find_by_keys.sql"),
-            queued: include_str!("../mysql/queries/bridge_queued.sql"),
-            select_written: include_str!("../mysql/queries/bridge_select_written.sql"),
-            lost: Lost::End(include_str!("../mysql/queries/end_lost_transaction.sql")),
+            enqueue: include_str!("../mysql/queries/enqueue/enqueue.sql"),
+            enqueue_select: include_str!("../mysql/queries/enqueue/enqueue_select.sql"),
+            written: include_str!("../mysql/queries/bridge/bridge_written.sql"),
+            find_by_keys: include_str!("../mysql/queries/bridge/bridge_find_by_keys.sql"),
+            queued: include_str!("../mysql/queries/bridge/bridge_queued.sql"),
+            select_written: include_str!("../mysql/queries/bridge/bridge_select_written.sql"),
+            lost: Lost::End(include_str!(
+                "../mysql/queries/enqueue/end_lost_transaction.sql"
+            )),
         },
         #[cfg(feature = "sqlite")]
         Dialect::Sqlite => &Queries {
-            enqueue: include_str!("../sqlite/queries/enqueue.sql"),
-            enqueue_select: include_str!("../sqlite/queries/enqueue_select.sql"),
-            written: include_str!("../sqlite/queries/bridge_written.sql"),
-            find_by_keys: include_str!("../sqlite/queries/bridge_find_by_keys.sql"),
-            queued: include_str!("../sqlite/queries/bridge_queued.sql"),
-            select_written: include_str!("../sqlite/queries/bridge_select_written.sql"),
+            enqueue: include_str!("../sqlite/queries/enqueue/enqueue.sql"),
+            enqueue_select: include_str!("../sqlite/queries/enqueue/enqueue_select.sql"),
+            written: include_str!("../sqlite/queries/bridge/bridge_written.sql"),
+            find_by_keys: include_str!("../sqlite/queries/bridge/bridge_find_by_keys.sql"),
+            queued: include_str!("../sqlite/queries/bridge/bridge_queued.sql"),
+            select_written: include_str!("../sqlite/queries/bridge/bridge_select_written.sql"),
             lost: Lost::Mark(
-                include_str!("../sqlite/queries/mark_lost_transaction.sql"),
-                include_str!("../sqlite/queries/bridge_foreign_keys.sql"),
+                include_str!("../sqlite/queries/enqueue/mark_lost_transaction.sql"),
+                include_str!("../sqlite/queries/bridge/bridge_foreign_keys.sql"),
             ),
         },
     }
@@ -244,7 +246,7 @@ pub(crate) async fn insert_select<C: RawSql + ?Sized>(
     #[cfg(feature = "postgres")]
     if dialect == Dialect::Postgres && count > 0 {
         // Wakes idle workers of the type at commit.
-        let sql = include_str!("../postgres/queries/bridge_notify.sql");
+        let sql = include_str!("../postgres/queries/bridge/bridge_notify.sql");
         conn.execute(sql, &[Arg::Text(insert.queue)]).await?;
     }
     Ok(SelectWritten {

@@ -44,7 +44,11 @@ impl InsertMessages for MySqlConnection {
         insert: &'a SelectInsert<'a>,
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
         Box::pin(async move {
-            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, false);
+            let sql = select_statement(
+                include_str!("queries/enqueue/enqueue_select.sql"),
+                insert,
+                false,
+            );
             let args = select_args(insert, None);
             let result = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
                 .execute(&mut *self)
@@ -57,7 +61,7 @@ impl InsertMessages for MySqlConnection {
             result?;
             let (lo, hi) = insert.id_range();
             let (count, first): (i64, Option<Vec<u8>>) =
-                sqlx::query_as(include_str!("queries/select_written.sql"))
+                sqlx::query_as(include_str!("queries/enqueue/select_written.sql"))
                     .bind(lo)
                     .bind(hi)
                     .fetch_one(&mut *self)
@@ -74,7 +78,7 @@ impl InsertMessages for MySqlConnection {
         type_tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
         Box::pin(async move {
-            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+            let rows = sqlx::query(include_str!("queries/testing/testing_queued.sql"))
                 .bind(type_tag)
                 .fetch_all(&mut *self)
                 .await?;
@@ -106,16 +110,22 @@ async fn insert(
                 Arg::OptText(m.idempotency_key.as_deref()),
                 Arg::OptText(m.group.as_deref()),
             ];
-            bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
-                .execute(&mut *conn)
-                .await?
+            bind(
+                sqlx::query(include_str!("queries/enqueue/enqueue_one.sql")),
+                &args,
+            )
+            .execute(&mut *conn)
+            .await?
         }
         _ => {
             let encoded = encode_rows(rows)?;
             let args = [Arg::Text(&encoded), Arg::OptInt(None)];
-            bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
-                .execute(&mut *conn)
-                .await?
+            bind(
+                sqlx::query(include_str!("queries/enqueue/enqueue.sql")),
+                &args,
+            )
+            .execute(&mut *conn)
+            .await?
         }
     };
     // The row count cannot tell (a taken key is a no-op update, and sqlx counts
@@ -132,7 +142,7 @@ async fn insert(
 /// inside a transaction begun through sqlx (`pool.begin()`, `conn.begin()`): a connection
 /// in autocommit lost nothing but the statement, and must not be left in a transaction.
 async fn end_lost_transaction(conn: &mut MySqlConnection) {
-    let sql = include_str!("queries/end_lost_transaction.sql");
+    let sql = include_str!("queries/enqueue/end_lost_transaction.sql");
     if let Err(e) = sqlx::raw_sql(sql).execute(&mut *conn).await {
         tracing::error!(
             error = %e,
@@ -149,7 +159,7 @@ impl FindByKeys for MySqlConnection {
         keys: String,
     ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>> {
         Box::pin(async move {
-            sqlx::query_as(include_str!("queries/find_by_keys.sql"))
+            sqlx::query_as(include_str!("queries/enqueue/find_by_keys.sql"))
                 .bind(queue)
                 .bind(keys)
                 .fetch_all(&mut *self)

@@ -31,7 +31,10 @@ impl InsertMessages for PgConnection {
                 // suppression list.)
                 [m] if m.suppression.is_none() => {
                     let args = one_args(m, None);
-                    let query = bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args);
+                    let query = bind(
+                        sqlx::query(include_str!("queries/enqueue/enqueue_one.sql")),
+                        &args,
+                    );
                     query
                         .try_map(|row| sqlx::Row::try_get(&row, 0))
                         .fetch_all(&mut *self)
@@ -40,7 +43,10 @@ impl InsertMessages for PgConnection {
                 _ => {
                     let encoded = encode_rows(rows)?;
                     let args = [Arg::Text(&encoded), Arg::OptInt(None)];
-                    let query = bind(sqlx::query(include_str!("queries/enqueue.sql")), &args);
+                    let query = bind(
+                        sqlx::query(include_str!("queries/enqueue/enqueue.sql")),
+                        &args,
+                    );
                     query
                         .try_map(|row| sqlx::Row::try_get(&row, 0))
                         .fetch_all(&mut *self)
@@ -62,7 +68,11 @@ impl InsertMessages for PgConnection {
         insert: &'a SelectInsert<'a>,
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
         Box::pin(async move {
-            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, true);
+            let sql = select_statement(
+                include_str!("queries/enqueue/enqueue_select.sql"),
+                insert,
+                true,
+            );
             let args = select_args(insert, None);
             let inserted: i64 = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
                 .try_map(|row| sqlx::Row::try_get(&row, 0))
@@ -77,7 +87,7 @@ impl InsertMessages for PgConnection {
             }
             let (lo, hi) = insert.id_range();
             let (count, first): (i64, Option<Vec<u8>>) =
-                sqlx::query_as(include_str!("queries/select_written.sql"))
+                sqlx::query_as(include_str!("queries/enqueue/select_written.sql"))
                     .bind(lo)
                     .bind(hi)
                     .fetch_one(&mut *self)
@@ -94,7 +104,7 @@ impl InsertMessages for PgConnection {
         type_tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
         Box::pin(async move {
-            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+            let rows = sqlx::query(include_str!("queries/testing/testing_queued.sql"))
                 .bind(type_tag)
                 .fetch_all(&mut *self)
                 .await?;
@@ -110,7 +120,7 @@ impl FindByKeys for PgConnection {
         keys: String,
     ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>> {
         Box::pin(async move {
-            sqlx::query_as(include_str!("queries/find_by_keys.sql"))
+            sqlx::query_as(include_str!("queries/enqueue/find_by_keys.sql"))
                 .bind(queue)
                 .bind(keys)
                 .fetch_all(&mut *self)

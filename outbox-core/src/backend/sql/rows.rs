@@ -295,6 +295,8 @@ fn clamp_u32(v: i64) -> u32 {
 /// max attempts, priority, due (unix ms), claims, group. `counted` says whether the attempt and
 /// claim columns already include this claim (an `UPDATE … RETURNING`) or were read before
 /// it (a locking read followed by the update).
+// PostgreSQL reads its claimed rows typed (`claimed_from`); SQLite and MariaDB use this.
+#[cfg_attr(not(any(feature = "sqlite", feature = "mysql")), allow(dead_code))]
 pub(crate) fn claimed<R: SqlRow>(row: &R, counted: bool) -> Result<Claimed, sqlx::Error> {
     let this = i64::from(!counted);
     Ok(claimed_from(ClaimColumns {

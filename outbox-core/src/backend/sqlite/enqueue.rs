@@ -52,7 +52,11 @@ impl InsertMessages for SqliteConnection {
         insert: &'a SelectInsert<'a>,
     ) -> BoxFuture<'a, Result<SelectWritten, sqlx::Error>> {
         Box::pin(async move {
-            let sql = select_statement(include_str!("queries/enqueue_select.sql"), insert, false);
+            let sql = select_statement(
+                include_str!("queries/enqueue/enqueue_select.sql"),
+                insert,
+                false,
+            );
             let args = select_args(insert, Some(unix_millis(system_now())));
             let result = bind(sqlx::query(sqlx::AssertSqlSafe(sql)), &args)
                 .execute(&mut *self)
@@ -67,7 +71,7 @@ impl InsertMessages for SqliteConnection {
             }
             let (lo, hi) = insert.id_range();
             let (count, first): (i64, Option<Vec<u8>>) =
-                sqlx::query_as(include_str!("queries/select_written.sql"))
+                sqlx::query_as(include_str!("queries/enqueue/select_written.sql"))
                     .bind(lo)
                     .bind(hi)
                     .fetch_one(&mut *self)
@@ -84,7 +88,7 @@ impl InsertMessages for SqliteConnection {
         type_tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
         Box::pin(async move {
-            let rows = sqlx::query(include_str!("queries/testing_queued.sql"))
+            let rows = sqlx::query(include_str!("queries/testing/testing_queued.sql"))
                 .bind(type_tag)
                 .fetch_all(&mut *self)
                 .await?;
@@ -106,16 +110,22 @@ async fn insert(
         // suppression list.)
         [m] if m.suppression.is_none() => {
             let args = one_args(m, Some(now));
-            bind(sqlx::query(include_str!("queries/enqueue_one.sql")), &args)
-                .execute(&mut *conn)
-                .await?
+            bind(
+                sqlx::query(include_str!("queries/enqueue/enqueue_one.sql")),
+                &args,
+            )
+            .execute(&mut *conn)
+            .await?
         }
         _ => {
             let rows = encode_row_arrays(rows)?;
             let args = [Arg::Text(&rows), Arg::Int(now)];
-            bind(sqlx::query(include_str!("queries/enqueue.sql")), &args)
-                .execute(&mut *conn)
-                .await?
+            bind(
+                sqlx::query(include_str!("queries/enqueue/enqueue.sql")),
+                &args,
+            )
+            .execute(&mut *conn)
+            .await?
         }
     }
     .rows_affected();
@@ -141,7 +151,7 @@ async fn written_ids(
     rows: &[NewMessage],
 ) -> Result<HashSet<String>, sqlx::Error> {
     let ids = ids_json(rows)?;
-    let query = include_str!("queries/written_ids.sql");
+    let query = include_str!("queries/enqueue/written_ids.sql");
     let found: Vec<String> = sqlx::query_scalar(query)
         .bind(ids)
         .fetch_all(&mut *conn)
@@ -156,7 +166,7 @@ impl FindByKeys for SqliteConnection {
         keys: String,
     ) -> BoxFuture<'a, Result<Vec<(String, String)>, sqlx::Error>> {
         Box::pin(async move {
-            sqlx::query_as(include_str!("queries/find_by_keys.sql"))
+            sqlx::query_as(include_str!("queries/enqueue/find_by_keys.sql"))
                 .bind(queue)
                 .bind(keys)
                 .fetch_all(&mut *self)
@@ -176,7 +186,7 @@ impl FindByKeys for SqliteConnection {
 /// begun through sqlx (`pool.begin()`, `conn.begin()`): a connection in autocommit lost
 /// nothing but the statement.
 async fn mark_lost_transaction(conn: &mut SqliteConnection) {
-    let sql = include_str!("queries/mark_lost_transaction.sql");
+    let sql = include_str!("queries/enqueue/mark_lost_transaction.sql");
     match sqlx::raw_sql(sql).fetch_one(&mut *conn).await {
         Ok(row) if row.try_get::<bool, _>(0).unwrap_or(false) => {}
         Ok(_) => tracing::error!(
