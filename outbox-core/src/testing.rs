@@ -27,18 +27,19 @@
 
 use std::{
     future::Future,
-    panic::AssertUnwindSafe,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
     time::{Duration, SystemTime},
 };
 
-use futures::{future::BoxFuture, FutureExt};
+use futures::future::BoxFuture;
 
 use crate::{
+    clock::system_now,
     enqueue::{EnqueueConnection, InsertMessages, MessageId, QueuedRow},
-    handler::{HandlerErrorKind, HandlerFn, MessageContext},
+    handler::{invoke, HandlerErrorKind, HandlerFn, Interrupted, MessageContext},
+    layers::retry::{decide, Decision, RetrySchedule},
     message::{decode_payload, OutboxMessage},
 };
 
@@ -69,9 +70,10 @@ impl<M> Queued<M> {
         self.group.as_deref() == Some(name)
     }
 
-    /// True when it is due later than `delay` from now (a delayed message).
+    /// True when it is due later than `delay` from now (a delayed message), by the
+    /// process's clock ([`system_now`]).
     pub fn due_after(&self, delay: Duration) -> bool {
-        self.due_at > SystemTime::now() + delay
+        self.due_at > system_now() + delay
     }
 }
 
@@ -249,22 +251,24 @@ impl Performed {
     }
 
     /// True when the worker would give the message up now: a permanent failure, or a
-    /// retried one on its last attempt. "Down" counts as held by an open circuit breaker,
-    /// which never gives a message up (below the breaker's threshold, a "down" failure
-    /// on the last attempt is given up like a retry).
+    /// retried one on its last attempt (the retry layer's own decision function). "Down"
+    /// counts as held by an open circuit breaker, which never gives a message up (below
+    /// the breaker's threshold, a "down" failure on the last attempt is given up like a
+    /// retry).
     pub fn gives_up(&self, attempt: u32, max_attempts: u32) -> bool {
-        match self {
-            Performed::Delivered => false,
+        let kind = match self {
+            Performed::Delivered => return false,
             Performed::Failed {
-                kind: HandlerErrorKind::Permanent,
+                kind: HandlerErrorKind::Down,
                 ..
-            } => true,
-            Performed::Failed {
-                kind: HandlerErrorKind::Snooze(_) | HandlerErrorKind::Down,
-                ..
-            } => false,
-            _ => attempt >= max_attempts,
-        }
+            } => return false,
+            Performed::Failed { kind, .. } => *kind,
+            // The worker retries both on the schedule.
+            Performed::Panicked(_) | Performed::TimedOut(_) => HandlerErrorKind::Retry,
+        };
+        // Whether it gives up does not depend on the schedule nor on the message.
+        let decision = decide(kind, attempt, max_attempts, &RetrySchedule::default(), "");
+        matches!(decision, Decision::GiveUp { .. })
     }
 }
 
@@ -281,33 +285,21 @@ where
     H: HandlerFn<M, S, Args>,
 {
     let ctx = MessageContext {
-        id: MessageId::from_string(ulid::Ulid::generate().to_string()),
+        id: MessageId::generate(),
         type_tag: M::TYPE,
         attempt: attempt.max(1),
         max_attempts: M::DEFAULTS.max_attempts,
         state: Arc::new(state),
         suppressions: Default::default(),
     };
-    let call = AssertUnwindSafe(handler.call(message, ctx)).catch_unwind();
-    let result = match M::DEFAULTS.timeout {
-        Some(limit) => match tokio::time::timeout(limit, call).await {
-            Ok(result) => result,
-            Err(_) => return Performed::TimedOut(limit),
-        },
-        None => call.await,
-    };
-    match result {
+    // Guarded as the worker guards it: its synchronous start, its future and its time.
+    match invoke(|| handler.call(message, ctx), M::DEFAULTS.timeout).await {
         Ok(Ok(())) => Performed::Delivered,
         Ok(Err(e)) => Performed::Failed {
             kind: e.kind(),
             reason: e.to_string(),
         },
-        Err(panic) => Performed::Panicked(
-            panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string panic payload".into()),
-        ),
+        Err(Interrupted::TimedOut(limit)) => Performed::TimedOut(limit),
+        Err(Interrupted::Panicked(panic)) => Performed::Panicked(panic.to_string()),
     }
 }

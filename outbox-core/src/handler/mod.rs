@@ -12,6 +12,7 @@
 
 pub(crate) mod context;
 mod error;
+mod invoke;
 
 use std::{future::Future, marker::PhantomData};
 
@@ -19,6 +20,7 @@ use futures::future::BoxFuture;
 
 pub use context::MessageContext;
 pub use error::{HandlerError, HandlerErrorKind};
+pub(crate) use invoke::{invoke, Interrupted};
 
 /// An async function that delivers messages of type `M` with application state `S`.
 pub trait Handler<M, S>: Send + Sync + 'static {

@@ -2,11 +2,12 @@
 //! the value type they share). From the outside in:
 //!
 //! ```text
-//! [settle] ▶ DeadLetter ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ Breaker ▶ Shaping ▶ RateLimit ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
+//! [settle] ▶ Retry ▶ Pause ▶ concurrency limit ▶ Precheck ▶ Orphan ▶ Breaker ▶ Shaping ▶ RateLimit ▶ Unboxed ▶ [apalis lifecycle ▶ decode, time limit, panic guard, handler]
 //! ```
 //!
-//! * [`dead_letter`] logs given-up messages;
-//! * [`retry`] decides the next due time of a failed message, or gives it up;
+//! * [`retry`] decides the next due time of a failed message, or gives it up (the worker's
+//!   settle step hands a given-up message to the flusher, which moves it into the dead
+//!   letters and logs the move);
 //! * [`pause`] holds the worker while its type is paused in `outbox_paused`;
 //! * [`precheck`] gives up, before a rate-limit token, a message that cannot decode or
 //!   that its own `validate` refuses (rate-limited types only);
@@ -14,16 +15,17 @@
 //! * [`breaker`] holds the worker while its downstream is down, but for one probe;
 //! * [`shaping`] sends a message only when its recipient's site has room, and turns
 //!   "too fast" replies into deferrals that slow or suspend the site;
-//! * [`rate_limit`] takes a token from a bucket shared through the database.
+//! * [`rate_limit`] takes a token from a bucket shared through the database;
+//! * [`Unboxed`] takes the typed [`Stop`] back out of the error apalis boxed below.
 //!
 //! The layers decide; none of them writes the message's row. Their decisions travel up as
-//! the service's result ([`Completion`], or the errors [`Rescheduled`], [`Deferred`],
-//! [`GivenUp`]) to the worker's settle step, which hands them to a flusher that writes
-//! them in batches, and counts each outcome once. [`OutboxLayers`] is the whole stack as
+//! the service's result: a [`Completion`], or one [`Stop`] (rescheduled, deferred, given up,
+//! or an [`AttemptFailed`] the retry layer has not decided yet), which every layer matches
+//! on, to the worker's settle step, which hands them to a flusher that writes them in
+//! batches, and counts each outcome once. [`OutboxLayers`] is the whole stack as
 //! `Outbox::start` builds it, one constructor per layer.
 
 pub mod breaker;
-pub mod dead_letter;
 pub mod orphan;
 mod outcome;
 pub mod pause;
@@ -39,10 +41,9 @@ use tower::{
     Layer,
 };
 
-pub use outcome::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled};
+pub use outcome::{AttemptFailed, Completion, Deferred, Stop, Unboxed};
 
 use breaker::{BreakerLayer, BreakerService};
-use dead_letter::{DeadLetterLayer, DeadLetterService};
 use orphan::{OrphanLayer, OrphanService};
 use pause::{PauseLayer, PauseService};
 use precheck::{PrecheckLayer, PrecheckService};
@@ -53,7 +54,6 @@ use shaping::{ShapingLayer, ShapingService};
 /// The full stack of one message type's worker.
 #[derive(Clone)]
 pub struct OutboxLayers {
-    dead_letter: DeadLetterLayer,
     retry: RetryLayer,
     pause: PauseLayer,
     concurrency: usize,
@@ -65,12 +65,11 @@ pub struct OutboxLayers {
 }
 
 impl OutboxLayers {
-    /// The stack from the outside in: `dead_letter`, `retry`, `pause`, at most
-    /// `concurrency` calls in flight, then the optional `precheck`, `orphan` check,
-    /// `breaker`, `shaping` and `rate_limit`. Cannot fail; a `concurrency` of 0 is refused when the
-    /// options are registered.
+    /// The stack from the outside in: `retry`, `pause`, at most `concurrency` calls in
+    /// flight, then the optional `precheck`, `orphan` check, `breaker`, `shaping` and
+    /// `rate_limit`, and innermost [`Unboxed`]. Cannot fail; a `concurrency` of 0 is refused
+    /// when the options are registered.
     pub fn new(
-        dead_letter: DeadLetterLayer,
         retry: RetryLayer,
         pause: PauseLayer,
         concurrency: usize,
@@ -84,7 +83,6 @@ impl OutboxLayers {
         let (precheck, orphan) = checks;
         let (breaker, shaping, rate_limit) = limits;
         Self {
-            dead_letter,
             retry,
             pause,
             concurrency,
@@ -97,8 +95,8 @@ impl OutboxLayers {
     }
 }
 
-/// What the optional rate limit leaves around `S`.
-type MaybeRateLimited<S> = Either<RateLimitService<S>, S>;
+/// What the optional rate limit leaves around `S` (its error unboxed).
+type MaybeRateLimited<S> = Either<RateLimitService<Unboxed<S>>, Unboxed<S>>;
 
 /// What the optional shaping leaves around `S`.
 type MaybeShaped<S> = Either<ShapingService<MaybeRateLimited<S>>, MaybeRateLimited<S>>;
@@ -113,13 +111,13 @@ type MaybeOrphanChecked<S> = Either<OrphanService<MaybeGuarded<S>>, MaybeGuarded
 type MaybePrechecked<S> = Either<PrecheckService<MaybeOrphanChecked<S>>, MaybeOrphanChecked<S>>;
 
 /// The service [`OutboxLayers`] builds around `S`.
-pub type OutboxService<S> =
-    DeadLetterService<RetryService<PauseService<ConcurrencyLimit<MaybePrechecked<S>>>>>;
+pub type OutboxService<S> = RetryService<PauseService<ConcurrencyLimit<MaybePrechecked<S>>>>;
 
 impl<S> Layer<S> for OutboxLayers {
     type Service = OutboxService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        let inner = Unboxed::new(inner);
         let limited = match &self.rate_limit {
             Some(l) => Either::Left(l.layer(inner)),
             None => Either::Right(Identity::new().layer(inner)),
@@ -141,7 +139,6 @@ impl<S> Layer<S> for OutboxLayers {
             None => Either::Right(checked),
         };
         let limited = ConcurrencyLimitLayer::new(self.concurrency).layer(checked);
-        self.dead_letter
-            .layer(self.retry.layer(self.pause.layer(limited)))
+        self.retry.layer(self.pause.layer(limited))
     }
 }

@@ -16,7 +16,6 @@ use crate::{
     handler::context::{SuppressFn, SuppressionList},
     layers::{
         breaker::{check_name, BreakerLayer, BreakerSwitch},
-        dead_letter::DeadLetterLayer,
         orphan::OrphanLayer,
         pause::PauseLayer,
         pause::PauseSwitch,
@@ -289,7 +288,6 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             .map(|r| {
                 let switch = Arc::clone(&switches[r.queue]);
                 let layers = OutboxLayers::new(
-                    DeadLetterLayer::new(r.queue),
                     RetryLayer::new(r.options.schedule().clone()),
                     PauseLayer::new(switch),
                     r.options.concurrency_limit(),

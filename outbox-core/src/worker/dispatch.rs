@@ -6,7 +6,6 @@
 
 use std::{
     marker::PhantomData,
-    panic::AssertUnwindSafe,
     sync::Arc,
     task::{Context, Poll},
     time::Duration,
@@ -19,11 +18,12 @@ use tower::Service;
 use crate::{
     counters::names,
     enqueue::MessageId,
-    error::BoxError,
-    handler::{context::SuppressionList, Handler, HandlerErrorKind, MessageContext},
+    handler::{
+        context::SuppressionList, invoke, Handler, HandlerErrorKind, Interrupted, MessageContext,
+    },
     layers::{
         pause::{HeldBack, PausedGroups},
-        AttemptFailed, Completion, Deferred,
+        AttemptFailed, Completion, Deferred, Stop,
     },
     message::OutboxMessage,
     store::Claimed,
@@ -150,39 +150,22 @@ where
         let timeout = self.timeout;
         async move {
             // The handler's synchronous part and its future are both guarded.
-            let call =
-                AssertUnwindSafe(async move { handler.call(message, ctx).await }).catch_unwind();
-            let result = match timeout {
-                Some(limit) => match tokio::time::timeout(limit, call).await {
-                    Ok(result) => result,
-                    Err(_) => return Err(retry(format!("handler timed out after {limit:?}"))),
-                },
-                None => call.await,
-            };
-            match result {
+            match invoke(|| handler.call(message, ctx), timeout).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(AttemptFailed {
                     kind: e.kind(),
                     reason: bounded(e.to_string()),
                     from_handler: true,
                 }),
-                Err(panic) => Err(retry(format!(
-                    "handler panicked: {}",
-                    panic_message(&*panic)
-                ))),
+                Err(Interrupted::TimedOut(limit)) => {
+                    Err(retry(format!("handler timed out after {limit:?}")))
+                }
+                Err(Interrupted::Panicked(panic)) => {
+                    Err(retry(format!("handler panicked: {panic}")))
+                }
             }
         }
         .boxed()
-    }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a non-string panic payload".to_owned()
     }
 }
 
@@ -225,8 +208,8 @@ impl Dispatch {
 
 impl Service<Task<Claimed>> for Dispatch {
     type Response = Completion;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<Completion, Stop>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
@@ -249,7 +232,7 @@ impl Service<Task<Claimed>> for Dispatch {
                     until: None,
                     reason,
                 };
-                return Box::pin(futures::future::ready(Err(Box::new(deferred) as BoxError)));
+                return Box::pin(futures::future::ready(Err(Stop::Deferred(deferred))));
             }
         }
         let handler = Arc::clone(&self.handler);
@@ -297,7 +280,7 @@ impl Service<Task<Claimed>> for Dispatch {
                         // The retry schedule (or the dead letters, which log a WARN) takes
                         // it from here: nothing for an operator yet.
                         tracing::debug!(message.type = queue, message.id = %id, attempt, reason = %failed.reason, "attempt failed");
-                        Err(Box::new(failed) as BoxError)
+                        Err(Stop::Failed(failed))
                     }
                 }
             }

@@ -1,7 +1,19 @@
 //! The engine's own middleware (outermost, around the outbox layers): turns how each
-//! attempt ended into a settlement for the flusher, with what it counts as (the one place
-//! every attempt's end is seen once). Nothing is written or counted on this path: the
-//! flusher counts and logs an outcome once the database applied its settlement.
+//! attempt ended ([`Completion`] or [`Stop`]) into a settlement for the flusher, with what it
+//! counts as (the one place every attempt's end is seen once). Nothing is written or
+//! counted on this path: the flusher counts and logs an outcome once the database applied
+//! its settlement.
+//!
+//! A message the retry layer gave up (permanent failure, attempts exhausted, undecodable
+//! payload) is noted here at DEBUG, and the flusher moves it into `outbox_dead_letters` in
+//! one transaction — type, payload, attempts, last error, enqueued and failed times — out
+//! of the queue, then counts it and logs the move (a WARN). A worker whose lease was taken
+//! over meanwhile moves, counts and logs nothing. If the move cannot be written, the
+//! flusher keeps trying; if the process dies first, the message comes back after its lease
+//! and is given up again. Nothing is lost.
+//!
+//! This is where the layers' typed [`Stop`] becomes apalis' boxed error: apalis only
+//! passes it on.
 
 use std::{
     sync::Arc,
@@ -17,12 +29,12 @@ use super::shared::Shared;
 use crate::{
     counters::Outcome,
     error::BoxError,
-    layers::{AttemptFailed, Completion, Deferred, GivenUp, Rescheduled},
+    layers::{Completion, Deferred, Stop},
     store::{Backend, Claimed, Due, Settle, Settlement},
 };
 
-/// When an error nobody classified comes back (it never should), the message is retried
-/// after this long.
+/// When a failed attempt the retry layer did not decide comes back (it never should), the
+/// message is retried after this long.
 const UNCLASSIFIED_RETRY: Duration = Duration::from_secs(60);
 
 /// Adds [`SettleService`] around the worker's service.
@@ -47,7 +59,8 @@ impl<B: Backend, S> Layer<S> for SettleLayer<B> {
     }
 }
 
-/// Reports every attempt's end to the flusher, then passes the result on.
+/// Reports every attempt's end to the flusher, then passes the result on (its [`Stop`]
+/// boxed, as apalis takes errors).
 pub(crate) struct SettleService<B: Backend, S> {
     inner: S,
     shared: Arc<Shared<B>>,
@@ -65,8 +78,7 @@ impl<B: Backend, S: Clone> Clone for SettleService<B, S> {
 impl<B, S> Service<Task<Claimed>> for SettleService<B, S>
 where
     B: Backend,
-    S: Service<Task<Claimed>, Response = Completion>,
-    S::Error: Into<BoxError>,
+    S: Service<Task<Claimed>, Response = Completion, Error = Stop>,
     S::Future: Send + 'static,
 {
     type Response = Completion;
@@ -91,7 +103,7 @@ where
                 until: None,
                 reason: "its lease may have run out".into(),
             };
-            return Box::pin(std::future::ready(Err(Box::new(deferred) as BoxError)));
+            return Box::pin(std::future::ready(Err(Stop::Deferred(deferred).into())));
         }
         let (id, attempt, claim) = (task.args.id.clone(), task.args.attempt, task.args.claim);
         let grouped = task.args.group.is_some();
@@ -100,16 +112,21 @@ where
         let shared = Arc::clone(&self.shared);
         let fut = self.inner.call(task);
         Box::pin(async move {
-            let result = fut.await.map_err(Into::into);
-            if let (Some(claimed), Err(e)) = (kept, &result) {
-                if e.downcast_ref::<Deferred>()
-                    .is_some_and(|d| d.until.is_none())
-                {
-                    // No token: it keeps its place in this worker, still claimed, and
-                    // starts before anything claimed after it once a token is near.
-                    shared.put_back(claimed);
-                    return result;
-                }
+            let result = fut.await;
+            if let (Some(claimed), Err(Stop::Deferred(Deferred { until: None, .. }))) =
+                (kept, &result)
+            {
+                // No token: it keeps its place in this worker, still claimed, and starts
+                // before anything claimed after it once a token is near.
+                shared.put_back(claimed);
+                return result.map_err(BoxError::from);
+            }
+            if let Err(Stop::GivenUp(given_up)) = &result {
+                tracing::debug!(
+                    message.type = shared.settings.type_tag, message.id = %id,
+                    attempts = given_up.attempts, reason = %given_up.reason,
+                    "giving up; the message goes to the dead letters once its result is recorded"
+                );
             }
             let (settle, outcome) = settlement_of(&result, shared.settings.keep_done);
             let settlement = Settlement {
@@ -120,14 +137,14 @@ where
                 grouped,
             };
             shared.finish(settlement, outcome);
-            result
+            result.map_err(BoxError::from)
         })
     }
 }
 
 /// What an attempt's result means for its row, and what it counts as.
-fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome) {
-    let (mut settle, outcome) = decide(result, keep);
+fn settlement_of(result: &Result<Completion, Stop>, keep: bool) -> (Settle, Outcome) {
+    let (mut settle, outcome) = classify(result, keep);
     // PostgreSQL cannot store NUL in text (nor in the JSON that carries it): a handler's
     // error text with one would make its settlement fail for ever.
     match &mut settle {
@@ -144,9 +161,10 @@ fn settlement_of(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, 
 /// The settlement a result calls for, and its outcome: a delivery or an orphan is done;
 /// a give-up is buried (with the lost last attempt, if that is why); a reschedule is a
 /// failed attempt, or a deferral when it gives its attempt back; a deferral is released or
-/// rescheduled without an attempt.
-fn decide(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome) {
-    let error = match result {
+/// rescheduled without an attempt; a failed attempt no layer decided (never: the retry
+/// layer decides them all) is retried after [`UNCLASSIFIED_RETRY`].
+fn classify(result: &Result<Completion, Stop>, keep: bool) -> (Settle, Outcome) {
+    let stop = match result {
         Ok(done) => {
             let (note, outcome) = match done {
                 Completion::Delivered => (None, Outcome::Delivered),
@@ -156,50 +174,49 @@ fn decide(result: &Result<Completion, BoxError>, keep: bool) -> (Settle, Outcome
             };
             return (Settle::Done { keep, note }, outcome);
         }
-        Err(error) => error,
+        Err(stop) => stop,
     };
-    if let Some(given_up) = error.downcast_ref::<GivenUp>() {
-        let settle = Settle::Bury {
-            reason: given_up.reason.clone(),
-        };
-        let outcome = Outcome::GivenUp {
-            lost_attempt: given_up.lost_attempt,
-            attempts: given_up.attempts,
-        };
-        return (settle, outcome);
+    match stop {
+        Stop::GivenUp(given_up) => {
+            let settle = Settle::Bury {
+                reason: given_up.reason.clone(),
+            };
+            let outcome = Outcome::GivenUp {
+                lost_attempt: given_up.lost_attempt,
+                attempts: given_up.attempts,
+            };
+            (settle, outcome)
+        }
+        Stop::Rescheduled(r) => {
+            let outcome = match r.give_back_attempt {
+                true => Outcome::Deferred,
+                false => Outcome::FailedAttempt,
+            };
+            let settle = Settle::Retry {
+                due: r.due,
+                error: r.reason.clone(),
+                give_back_attempt: r.give_back_attempt,
+            };
+            (settle, outcome)
+        }
+        Stop::Deferred(d) => {
+            let settle = match d.until {
+                None => Settle::Release,
+                Some(due) => Settle::Retry {
+                    due,
+                    error: d.reason.clone(),
+                    give_back_attempt: true,
+                },
+            };
+            (settle, Outcome::Deferred)
+        }
+        Stop::Failed(failed) => {
+            let settle = Settle::Retry {
+                due: Due::After(UNCLASSIFIED_RETRY),
+                error: failed.reason.clone(),
+                give_back_attempt: false,
+            };
+            (settle, Outcome::FailedAttempt)
+        }
     }
-    if let Some(r) = error.downcast_ref::<Rescheduled>() {
-        let outcome = match r.give_back_attempt {
-            true => Outcome::Deferred,
-            false => Outcome::FailedAttempt,
-        };
-        let settle = Settle::Retry {
-            due: r.due,
-            error: r.reason.clone(),
-            give_back_attempt: r.give_back_attempt,
-        };
-        return (settle, outcome);
-    }
-    if let Some(d) = error.downcast_ref::<Deferred>() {
-        let settle = match d.until {
-            None => Settle::Release,
-            Some(due) => Settle::Retry {
-                due,
-                error: d.reason.clone(),
-                give_back_attempt: true,
-            },
-        };
-        return (settle, Outcome::Deferred);
-    }
-    // Not classified by the retry layer (it never should be): a failed attempt.
-    let reason = match error.downcast_ref::<AttemptFailed>() {
-        Some(failed) => failed.reason.clone(),
-        None => error.to_string(),
-    };
-    let settle = Settle::Retry {
-        due: Due::After(UNCLASSIFIED_RETRY),
-        error: reason,
-        give_back_attempt: false,
-    };
-    (settle, Outcome::FailedAttempt)
 }

@@ -9,7 +9,11 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 use super::{hub::Process, runner::run_worker, Dispatch, WorkerNames, WorkerSettings};
-use crate::{layers::OutboxLayers, store::Backend};
+use crate::{
+    handler::{invoke, Interrupted},
+    layers::OutboxLayers,
+    store::Backend,
+};
 
 /// First pause before a restart; doubled per consecutive failure up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -38,25 +42,25 @@ pub(crate) async fn supervise<B: Backend>(
         let started = Instant::now();
         // A panic anywhere in the worker (a user's Deserialize, an orphan check) ends this
         // worker like a backend error would, and it is restarted.
-        let worker_run = Box::pin(run_worker(
-            process.clone(),
-            ctx.clone(),
-            settings.clone().owned_by(name.clone()),
-            layers.clone(),
-            service.clone(),
-        ));
-        let mut run = std::panic::AssertUnwindSafe(worker_run)
-            .catch_unwind()
-            .map(|r| {
-                r.unwrap_or_else(|panic| {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "a worker panicked".into());
-                    Err(apalis_core::error::WorkerError::PanicError(what))
-                })
-            });
+        let worker_run = || {
+            run_worker(
+                process.clone(),
+                ctx.clone(),
+                settings.clone().owned_by(name.clone()),
+                layers.clone(),
+                service.clone(),
+            )
+        };
+        let mut run = Box::pin(invoke(worker_run, None).map(|r| {
+            r.unwrap_or_else(|interrupted| {
+                let what = match &interrupted {
+                    Interrupted::Panicked(panic) => panic.text().unwrap_or("a worker panicked"),
+                    // Never: it runs without a time limit.
+                    Interrupted::TimedOut(_) => "a worker ran out of time",
+                };
+                Err(apalis_core::error::WorkerError::PanicError(what.to_owned()))
+            })
+        }));
         let result = tokio::select! {
             result = &mut run => result,
             _ = stop_requested(&mut shutdown) => {

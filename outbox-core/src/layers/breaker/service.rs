@@ -16,9 +16,8 @@ use super::{
 };
 use crate::{
     clock::Due,
-    error::BoxError,
     handler::HandlerErrorKind,
-    layers::outcome::{AttemptFailed, Completion, Deferred, Rescheduled},
+    layers::outcome::{AttemptFailed, Completion, Deferred, Rescheduled, Stop},
     store::{Claimed, ProbeFailure, ProbeGrant},
 };
 
@@ -32,14 +31,14 @@ pub struct BreakerService<S> {
 
 impl<S> Service<Task<Claimed>> for BreakerService<S>
 where
-    S: Service<Task<Claimed>, Response = Completion, Error = BoxError>,
+    S: Service<Task<Claimed>, Response = Completion, Error = Stop>,
     S::Future: Send + 'static,
 {
     type Response = Completion;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<Completion, Stop>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Stop>> {
         if !self.layer.switch.admits(cx.waker()) {
             return Poll::Pending;
         }
@@ -54,7 +53,7 @@ where
                 until: None,
                 reason: format!("circuit breaker `{}` is open", self.layer.switch.name()),
             };
-            return Box::pin(std::future::ready(Err(Box::new(deferred) as BoxError)));
+            return Box::pin(std::future::ready(Err(Stop::Deferred(deferred))));
         }
         let last_attempt = task.args.attempt >= task.args.max_attempts;
         let fut = self.inner.call(task);
@@ -73,8 +72,8 @@ impl BreakerLayer {
         &self,
         ticket: Ticket,
         last_attempt: bool,
-        result: Result<Completion, BoxError>,
-    ) -> Result<Completion, BoxError> {
+        result: Result<Completion, Stop>,
+    ) -> Result<Completion, Stop> {
         let error = match result {
             Ok(done) => {
                 self.answered(ticket).await;
@@ -82,17 +81,21 @@ impl BreakerLayer {
             }
             Err(error) => error,
         };
-        let failed = error.downcast_ref::<AttemptFailed>();
-        if error.downcast_ref::<Deferred>().is_some() || failed.is_some_and(|f| !f.from_handler) {
+        let down = match &error {
             // Stopped before the downstream (no rate-limit token), or failed by the worker
             // (an undecodable payload, a panic, a time limit): the downstream did not
             // answer, and a probe is still to be made.
-            self.switch.with(|l| l.not_attempted(ticket));
-            return Err(error);
-        }
-        let down = failed
-            .filter(|f| f.kind == HandlerErrorKind::Down)
-            .map(|f| f.reason.clone());
+            Stop::Deferred(_)
+            | Stop::Failed(AttemptFailed {
+                from_handler: false,
+                ..
+            }) => {
+                self.switch.with(|l| l.not_attempted(ticket));
+                return Err(error);
+            }
+            Stop::Failed(f) if f.kind == HandlerErrorKind::Down => Some(f.reason.clone()),
+            Stop::Failed(_) | Stop::Rescheduled(_) | Stop::GivenUp(_) => None,
+        };
         let Some(reason) = down else {
             // The downstream answered (a failure about this message is an answer too).
             self.answered(ticket).await;
@@ -110,7 +113,7 @@ impl BreakerLayer {
         match verdict {
             Verdict::Counted => {
                 // Not an outage yet: an ordinary failed attempt, tried again soon.
-                return Err(Box::new(AttemptFailed {
+                return Err(Stop::Failed(AttemptFailed {
                     kind: HandlerErrorKind::RetryAfter(config.first_probe()),
                     reason,
                     from_handler: true,
@@ -120,7 +123,7 @@ impl BreakerLayer {
                 // Failures in a row, but not for long enough to call it an outage (a flaky
                 // server drops a few concurrent attempts at once): tried again after the
                 // first probe delay, without using an attempt.
-                return Err(Box::new(Rescheduled {
+                return Err(Stop::Rescheduled(Rescheduled {
                     due: Due::After(config.first_probe()),
                     reason: format!("{reason} (the downstream may be down)"),
                     give_back_attempt: true,
@@ -132,7 +135,7 @@ impl BreakerLayer {
         }
         // Waits behind the breaker, due now (behind the messages already waiting), and
         // never given up for the outage: its last attempt is given back.
-        Err(Box::new(Rescheduled {
+        Err(Stop::Rescheduled(Rescheduled {
             due: Due::After(Duration::ZERO),
             reason: format!(
                 "{reason} (waiting for circuit breaker `{}`)",

@@ -12,8 +12,7 @@ use tower::Service;
 use super::{OrphanLayer, Relevance};
 use crate::{
     clock::Due,
-    error::BoxError,
-    layers::outcome::{Completion, Deferred},
+    layers::outcome::{Completion, Deferred, Stop},
     store::Claimed,
 };
 
@@ -29,14 +28,14 @@ pub struct OrphanService<S> {
 
 impl<S> Service<Task<Claimed>> for OrphanService<S>
 where
-    S: Service<Task<Claimed>, Response = Completion, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Task<Claimed>, Response = Completion, Error = Stop> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Completion;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<Completion, Stop>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Stop>> {
         self.inner.poll_ready(cx)
     }
 
@@ -65,10 +64,10 @@ where
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "orphan check failed; the message is deferred");
-                    Err(Box::new(Deferred {
+                    Err(Stop::Deferred(Deferred {
                         until: Some(Due::After(CHECK_ERROR_DEFER)),
                         reason: format!("orphan check failed: {e}"),
-                    }) as BoxError)
+                    }))
                 }
             }
         })

@@ -8,9 +8,8 @@ use tower::Service;
 
 use super::PrecheckLayer;
 use crate::{
-    error::BoxError,
     handler::HandlerErrorKind,
-    layers::outcome::{AttemptFailed, Completion},
+    layers::outcome::{AttemptFailed, Completion, Stop},
     store::Claimed,
 };
 
@@ -23,14 +22,14 @@ pub struct PrecheckService<S> {
 
 impl<S> Service<Task<Claimed>> for PrecheckService<S>
 where
-    S: Service<Task<Claimed>, Response = Completion, Error = BoxError>,
+    S: Service<Task<Claimed>, Response = Completion, Error = Stop>,
     S::Future: Send + 'static,
 {
     type Response = Completion;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<Completion, Stop>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Stop>> {
         self.inner.poll_ready(cx)
     }
 
@@ -48,7 +47,7 @@ where
                     reason,
                     from_handler: false,
                 };
-                futures::future::ready(Err(Box::new(failed) as BoxError)).boxed()
+                futures::future::ready(Err(Stop::Failed(failed))).boxed()
             }
         }
     }

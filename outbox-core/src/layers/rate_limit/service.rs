@@ -16,8 +16,7 @@ use tower::Service;
 use super::{RateLimitLayer, GRANT_EVENT_TARGET};
 use crate::{
     clock::{unix_secs_f64, Due},
-    error::BoxError,
-    layers::outcome::Deferred,
+    layers::outcome::{Deferred, Stop},
     store::{Claimed, TokenGrant},
 };
 
@@ -57,14 +56,14 @@ impl<S: Clone> Clone for RateLimitService<S> {
 
 impl<S> Service<Task<Claimed>> for RateLimitService<S>
 where
-    S: Service<Task<Claimed>, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Task<Claimed>, Error = Stop> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<S::Response, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<S::Response, Stop>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Stop>> {
         let until = *self.hold_until.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(until) = until {
             if Instant::now() < until {
@@ -99,13 +98,13 @@ where
                 if held(&hold_until) {
                     // An older message found no token and holds the worker: this newer
                     // one goes back in line behind it instead of taking the next token.
-                    Err(Box::new(Deferred {
+                    Err(Stop::Deferred(Deferred {
                         until: None,
                         reason: format!(
                             "behind an older message waiting for a token of `{}`",
                             layer.bucket
                         ),
-                    }) as BoxError)
+                    }))
                 } else {
                     take_token(&layer, &hold_until).await
                 }
@@ -132,10 +131,10 @@ fn held(hold_until: &Mutex<Option<Instant>>) -> bool {
 async fn take_token(
     layer: &RateLimitLayer,
     hold_until: &Mutex<Option<Instant>>,
-) -> Result<(), BoxError> {
+) -> Result<(), Stop> {
     loop {
-        let defer = |wait: Duration, reason: String| -> BoxError {
-            Box::new(Deferred {
+        let defer = |wait: Duration, reason: String| -> Stop {
+            Stop::Deferred(Deferred {
                 until: Some(Due::After(wait)),
                 reason,
             })
@@ -165,10 +164,10 @@ async fn take_token(
                     Some(Instant::now() + wait.clamp(MIN_HOLD, MAX_HOLD));
                 // Back unchanged, keeping its place in line; the hold stops this
                 // worker from starting more until a token is near.
-                return Err(Box::new(Deferred {
+                return Err(Stop::Deferred(Deferred {
                     until: None,
                     reason: format!("rate bucket `{}` has no token for {wait:?}", layer.bucket),
-                }) as BoxError);
+                }));
             }
             Ok(TokenGrant::NoSuchBucket) => {
                 tracing::error!(

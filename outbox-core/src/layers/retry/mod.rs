@@ -10,18 +10,22 @@
 //! count
 //! as an attempt; `Snooze` comes back after the delay and its attempt is given back;
 //! `Permanent`, and any failure once attempts are exhausted, gives the message up
-//! (the dead-letter layer then moves it out). A message deferred by the rate limit is not
-//! an attempt either. Timeouts and panics are ordinary failed attempts.
+//! (the worker's settle step hands it to the flusher, which moves it into the dead letters).
+//! A message deferred by the rate limit is not an attempt either. Timeouts and panics are
+//! ordinary failed attempts. The decision itself is one pure function, [`decide`], which
+//! the test helpers use too.
 //!
 //! Failure mode: if writing the new due time fails (database unreachable), the flusher
 //! keeps it and tries again; if the process dies first, the message comes back when its
 //! lease expires. A message whose previous worker died during its last attempt is given
 //! up without calling the handler again. Nothing is lost.
 
+mod decide;
 mod layer;
 mod schedule;
 mod service;
 
+pub(crate) use decide::{decide, Decision};
 pub use layer::RetryLayer;
 pub use schedule::RetrySchedule;
 pub use service::RetryService;

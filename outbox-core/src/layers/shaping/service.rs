@@ -9,8 +9,7 @@ use tower::Service;
 
 use super::ShapingLayer;
 use crate::{
-    error::BoxError,
-    layers::{Completion, Deferred},
+    layers::{Completion, Stop},
     shaping::domain_of,
     store::Claimed,
 };
@@ -24,14 +23,14 @@ pub struct ShapingService<S> {
 
 impl<S> Service<Task<Claimed>> for ShapingService<S>
 where
-    S: Service<Task<Claimed>, Response = Completion, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Task<Claimed>, Response = Completion, Error = Stop> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Completion;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Completion, BoxError>>;
+    type Error = Stop;
+    type Future = BoxFuture<'static, Result<Completion, Stop>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Stop>> {
         self.inner.poll_ready(cx)
     }
 
@@ -60,7 +59,7 @@ where
                 // Put back before its side effect (its type's rate limit): not a send.
                 let put_back = matches!(
                     &result,
-                    Err(e) if e.downcast_ref::<Deferred>().is_some_and(|d| d.until.is_none())
+                    Err(Stop::Deferred(d)) if d.until.is_none()
                 );
                 shaper.leave(ticket, put_back).await;
             }

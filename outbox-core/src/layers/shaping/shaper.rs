@@ -12,9 +12,8 @@ use super::pacer::{Pace, Pacer};
 use crate::{
     clock::{Clock, Due},
     counters::names,
-    error::BoxError,
     handler::HandlerErrorKind,
-    layers::{AttemptFailed, Completion, Deferred},
+    layers::{AttemptFailed, Completion, Deferred, Stop},
     shaping::{bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
     store::ShapingStore,
 };
@@ -169,7 +168,7 @@ impl Shaper {
         id: &str,
         holder: &str,
         lease: Duration,
-    ) -> Result<Option<Ticket>, BoxError> {
+    ) -> Result<Option<Ticket>, Stop> {
         let mut waited = Duration::ZERO;
         loop {
             match self.ask(site, id, holder, lease, waited).await {
@@ -298,13 +297,13 @@ impl Shaper {
         &self,
         site: &str,
         id: &str,
-        result: Result<Completion, BoxError>,
-    ) -> Result<Completion, BoxError> {
+        result: Result<Completion, Stop>,
+    ) -> Result<Completion, Stop> {
         let error = match result {
             Ok(done) => return Ok(done),
             Err(error) => error,
         };
-        let Some(failed) = error.downcast_ref::<AttemptFailed>() else {
+        let Stop::Failed(failed) = &error else {
             return Err(error);
         };
         if !failed.from_handler {
@@ -366,7 +365,7 @@ impl Shaper {
             return Err(error);
         }
         match rule.action {
-            RuleAction::Bounce if reached => Err(Box::new(AttemptFailed {
+            RuleAction::Bounce if reached => Err(Stop::Failed(AttemptFailed {
                 kind: HandlerErrorKind::Permanent,
                 reason: format!(
                     "{} (bounced by shaping rule `{}`)",
@@ -457,7 +456,7 @@ enum Asked {
     /// Wait here until then, then ask again.
     Here(tokio::time::Instant),
     /// Granted, nothing in force, or the deferral to return.
-    Done(Result<Option<Ticket>, BoxError>),
+    Done(Result<Option<Ticket>, Stop>),
 }
 
 /// The gap between deferred messages of a site: its rate's, else [`MIN_SPACING`].
@@ -474,8 +473,8 @@ fn count_deferred(site: &str, why: &'static str) {
         .increment(1);
 }
 
-fn deferred(due: SystemTime, reason: String) -> BoxError {
-    Box::new(Deferred {
+fn deferred(due: SystemTime, reason: String) -> Stop {
+    Stop::Deferred(Deferred {
         until: Some(Due::At(due)),
         reason,
     })
