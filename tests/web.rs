@@ -1930,8 +1930,11 @@ async fn suppressions_are_added_shown_and_removed_from_the_page() {
 /// resumed with its button; a stored rule is listed and removed with its button.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shaped_sites_and_rules_are_shown_resumed_and_removed() {
-    use outbox::{store::ShapingStore, RuleAction, ShapingRule};
-    use std::time::{Duration, SystemTime};
+    use outbox::{
+        store::{Now, ShapingStore},
+        RuleAction, ShapingRule,
+    };
+    use std::time::Duration;
 
     let _one = BROWSER.lock().await;
     let db = TestDb::new().await;
@@ -1954,7 +1957,7 @@ async fn shaped_sites_and_rules_are_shown_resumed_and_removed() {
             "google",
             &slow,
             "rule `gmail-rate`: 421 4.7.28 rate limited",
-            SystemTime::now(),
+            Now::Database,
         )
         .await
         .unwrap();

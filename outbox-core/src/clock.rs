@@ -3,12 +3,13 @@
 //!
 //! # One time authority
 //!
-//! Due times, leases, the rescue of expired leases and rate-bucket refills are computed by
-//! the database from its own clock on PostgreSQL and MariaDB (`now()`, `@@timestamp`), so
-//! processes on hosts whose clocks disagree still agree on when a message is due and when a
-//! lease has run out. SQLite lives on one host and uses the process clock. A test that
-//! injects a [`ManualClock`] pins that time instead ([`Clock::database_now`]), on every
-//! database, so it can expire a lease or make a retry due without sleeping.
+//! Due times, leases, the rescue of expired leases, rate-bucket refills and the shaping of
+//! sites (their tokens, slots and rule windows) are computed by the database from its own
+//! clock on PostgreSQL and MariaDB (`now()`, `@@timestamp`), so processes on hosts whose
+//! clocks disagree still agree on when a message is due and when a lease has run out.
+//! SQLite lives on one host and uses the process clock. A test that injects a
+//! [`ManualClock`] pins that time instead ([`Clock::database_now`]), on every database, so
+//! it can expire a lease or make a retry due without sleeping.
 
 use std::{
     sync::{Arc, Mutex},

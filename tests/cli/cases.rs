@@ -1576,7 +1576,7 @@ pub async fn shaping_rules_and_sites<H: Harness>() {
             duration: std::time::Duration::from_secs(600),
         },
         "rule `gmail-rate`: 421 4.7.28 rate limited",
-        std::time::SystemTime::now(),
+        outbox::store::Now::Database,
     )
     .await
     .unwrap();

@@ -2,12 +2,12 @@
 //! measured at a real SMTP server on loopback (not less: a token the site earned is not
 //! left unused while its mail waits; not more: burst 1).
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use outbox::{
     prelude::*,
     smtp::{Email, Mailer, MailerConfig, SmtpConfig},
-    store::ShapingStore,
+    store::{Now, ShapingStore},
     RuleAction, Shaping,
 };
 
@@ -33,7 +33,7 @@ pub async fn a_slowed_site_gets_the_rate_it_is_slowed_to<H: Harness>() {
             "paced.test",
             &slow,
             "rule `test`: 421 4.7.28",
-            SystemTime::now(),
+            Now::Database,
         )
         .await
         .unwrap();

@@ -24,10 +24,11 @@ impl<B: Backend> ShapingAdmin<B> {
         Self { backend, clock }
     }
 
-    /// Every site with a row, by name: its configured limits, tokens, messages in flight,
-    /// and the slowdown or suspension a rule put on it (with the rule and reply).
+    /// Every site with a row, by name: its configured limits, tokens, messages in flight
+    /// (live slots by the database's clock), and the slowdown or suspension a rule put on it
+    /// (with the rule and reply).
     pub async fn sites(&self) -> Result<Vec<SiteState>, Error> {
-        self.backend.sites(self.clock.now()).await
+        self.backend.sites(self.clock.database_now()).await
     }
 
     /// Ends the slowdown and suspension of `site` (the receiver is known to take mail

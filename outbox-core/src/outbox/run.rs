@@ -166,7 +166,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             )));
         }
         if let Some(shaping) = &self.shaping {
-            let now = self.clock.now();
+            let now = self.clock.database_now();
             self.backend.configure_sites(shaping.sites(), now).await?;
             self.backend.put_rules(shaping.rules()).await?;
         }

@@ -176,6 +176,7 @@ macro_rules! port_suite {
             shaping::slowing_and_suspending_change_the_grants,
             shaping::rules_are_stored_replaced_and_removed,
             shaping::in_force_refund_renew_and_prune,
+            shaping::sites_run_at_the_database_clock,
         );
     };
     (@cases $fresh:path; $($area:ident :: $case:ident),* $(,)?) => {

@@ -2,26 +2,44 @@
 //! did to them; a site's grant spends its tokens and honours its cap on messages in flight
 //! (a released or expired slot frees room); a rule's matches are counted within its window;
 //! slowing and suspending a site change its grants until they end or it is resumed; rules
-//! are stored, replaced and removed ([`ShapingStore`]).
+//! are stored, replaced and removed; the same verbs run at the database's own clock
+//! ([`ShapingStore`]).
 
 use std::time::{Duration, SystemTime};
 
 use super::PortHarness;
-use crate::store::{RuleAction, ShapingRule, ShapingStore, SiteDecision, SiteLimit};
+use crate::store::{
+    Now, RuleAction, ShapingRule, ShapingStore, SiteAnswer, SiteDecision, SiteLimit,
+};
 
-fn at(secs: f64) -> SystemTime {
+/// The time `secs` after the cases' origin.
+fn t(secs: f64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs_f64(1_900_000_000.0 + secs)
+}
+
+/// The verbs pinned at `secs` after the cases' origin.
+fn at(secs: f64) -> Now {
+    Now::At(t(secs))
 }
 
 const LEASE: Duration = Duration::from_secs(30);
 
-fn granted(d: &Option<SiteDecision>) -> bool {
-    matches!(d, Some(SiteDecision::Granted { .. }))
+fn granted(d: &Option<SiteAnswer>) -> bool {
+    matches!(
+        d,
+        Some(SiteAnswer {
+            decision: SiteDecision::Granted { .. },
+            ..
+        })
+    )
 }
 
-fn wait(d: &Option<SiteDecision>) -> Duration {
+fn wait(d: &Option<SiteAnswer>) -> Duration {
     match d {
-        Some(SiteDecision::Wait { wait, .. }) => *wait,
+        Some(SiteAnswer {
+            decision: SiteDecision::Wait { wait, .. },
+            ..
+        }) => *wait,
         other => panic!("expected a wait, got {other:?}"),
     }
 }
@@ -81,6 +99,7 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
     ));
     let third = b.take_site("rated", "c#1", at(0.0), LEASE).await.unwrap();
     assert!((wait(&third).as_secs_f64() - 0.5).abs() < 0.01, "{third:?}");
+    assert_eq!(third.map(|a| a.at), Some(t(0.0)), "asked at the time given");
     assert!(granted(
         &b.take_site("rated", "c#1", at(0.5), LEASE).await.unwrap()
     ));
@@ -287,12 +306,11 @@ pub async fn in_force_refund_renew_and_prune<H: PortHarness>(h: &H) {
         .await
         .unwrap();
     let names = |v: Vec<crate::store::SiteState>| v.into_iter().map(|s| s.site).collect::<Vec<_>>();
+    let read = b.sites_in_force(at(10.0)).await.unwrap();
+    assert_eq!(read.read_at, t(10.0));
+    assert_eq!(names(read.sites), ["capped", "rated", "ruled"]);
     assert_eq!(
-        names(b.sites_in_force(at(10.0)).await.unwrap()),
-        ["capped", "rated", "ruled"]
-    );
-    assert_eq!(
-        names(b.sites_in_force(at(70.0)).await.unwrap()),
+        names(b.sites_in_force(at(70.0)).await.unwrap().sites),
         ["capped", "rated"]
     );
 
@@ -312,7 +330,9 @@ pub async fn in_force_refund_renew_and_prune<H: PortHarness>(h: &H) {
     assert!(granted(
         &b.take_site("capped", "x#1", at(0.0), LEASE).await.unwrap()
     ));
-    b.renew_site("capped", "x#1", at(100.0)).await.unwrap();
+    b.renew_site("capped", "x#1", at(70.0), LEASE)
+        .await
+        .unwrap();
     assert!(!granted(
         &b.take_site("capped", "y#1", at(50.0), LEASE).await.unwrap()
     ));
@@ -326,4 +346,87 @@ pub async fn in_force_refund_renew_and_prune<H: PortHarness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(names(b.sites(at(0.0)).await.unwrap()), ["capped", "rated"]);
+}
+
+/// The same verbs at the database's own clock ([`Now::Database`], how a running outbox
+/// calls them): the sites in force are read with the time of the read (also when none is);
+/// a capped site's slot, taken and renewed by that clock, fills the cap until released; a
+/// rule's matches are counted and its slowdown is news once and starts without a token.
+pub async fn sites_run_at_the_database_clock<H: PortHarness>(h: &H) {
+    let b = h.backend();
+    let none = b.sites_in_force(Now::Database).await.unwrap();
+    assert!(none.sites.is_empty(), "{none:?}");
+    // The database's clock, not a time bound by the case: near this process's.
+    let near = |at: SystemTime| {
+        let skew = SystemTime::now().duration_since(at);
+        let skew = skew.unwrap_or_else(|e| e.duration());
+        assert!(skew < Duration::from_secs(86_400), "{at:?}");
+    };
+    near(none.read_at);
+
+    let limit = SiteLimit::per(1.0, Duration::from_secs(3600))
+        .burst(2)
+        .max_concurrent(1);
+    let sites = vec![("capped".to_owned(), limit)];
+    b.configure_sites(&sites, Now::Database).await.unwrap();
+    let read = b.sites_in_force(Now::Database).await.unwrap();
+    assert_eq!(read.sites.len(), 1);
+    assert_eq!(read.sites[0].tokens, 2.0);
+    let first = b
+        .take_site("capped", "a#1", Now::Database, LEASE)
+        .await
+        .unwrap();
+    assert!(granted(&first), "{first:?}");
+    near(first.unwrap().at);
+    // A token is left, but the one slot is held (its lease runs by the same clock).
+    let full = b
+        .take_site("capped", "b#1", Now::Database, LEASE)
+        .await
+        .unwrap();
+    assert_eq!(wait(&full), crate::shaping::SLOT_WAIT);
+    b.renew_site("capped", "a#1", Now::Database, LEASE)
+        .await
+        .unwrap();
+    assert_eq!(b.sites(Now::Database).await.unwrap()[0].in_flight, 1);
+    b.release_site("capped", "a#1", false, Now::Database)
+        .await
+        .unwrap();
+    assert_eq!(b.sites(Now::Database).await.unwrap()[0].in_flight, 0);
+    assert!(granted(
+        &b.take_site("capped", "b#1", Now::Database, LEASE)
+            .await
+            .unwrap()
+    ));
+
+    let window = Duration::from_secs(60);
+    for n in 1..=2 {
+        let hits = b.record_hit("ruled", "r", Now::Database, window).await;
+        assert_eq!(hits.unwrap(), n);
+    }
+    let slow = RuleAction::Slow {
+        per_second: 0.5,
+        duration: Duration::from_secs(60),
+    };
+    assert!(b
+        .act_on_site("ruled", &slow, "rule `r`", Now::Database)
+        .await
+        .unwrap());
+    assert!(!b
+        .act_on_site("ruled", &slow, "rule `r`", Now::Database)
+        .await
+        .unwrap());
+    let slowed = b
+        .take_site("ruled", "c#1", Now::Database, LEASE)
+        .await
+        .unwrap();
+    let wait = wait(&slowed);
+    assert!(
+        wait > Duration::from_secs(1) && wait <= Duration::from_secs(2),
+        "{wait:?}"
+    );
+    // Configured again: the rule's site, slowed now, is kept.
+    b.configure_sites(&sites, Now::Database).await.unwrap();
+    let read = b.sites_in_force(Now::Database).await.unwrap();
+    let names: Vec<_> = read.sites.iter().map(|s| s.site.as_str()).collect();
+    assert_eq!(names, ["capped", "ruled"]);
 }

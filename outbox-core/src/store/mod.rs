@@ -7,8 +7,9 @@
 //! or the admin API. Times cross the port as [`SystemTime`] (or as [`Now`], the time an
 //! operation runs at: the database's own clock, or a time a test pinned) and durations;
 //! each backend converts them once, with [`crate::clock`] (unix milliseconds in every
-//! table, seconds for rate buckets). Due times, leases and bucket refills are computed by
-//! the database from `now` and a duration, so hosts with skewed clocks agree.
+//! table, seconds for rate buckets and shaping). Due times, leases, bucket refills and
+//! shaping's tokens and slots are computed by the database from `now` and a duration, so
+//! hosts with skewed clocks agree.
 //!
 //! The lifecycle of one message, as verbs of [`QueueStore`]:
 //!
@@ -28,6 +29,7 @@ mod dead_letters;
 mod groups;
 mod live;
 mod queue;
+mod shaping;
 mod wake;
 
 use std::time::{Duration, SystemTime};
@@ -50,6 +52,7 @@ pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
 };
+pub use shaping::{SiteAnswer, SitesInForce};
 pub use wake::Wakeups;
 
 use crate::{enqueue::MessageId, error::Error};
@@ -535,68 +538,79 @@ pub trait SuppressionStore: Send + Sync + 'static {
 /// Per-domain traffic shaping: the sites' limits and state, the slots of messages in flight,
 /// the reply rules and their recent matches. Times are the workers' clocks.
 pub trait ShapingStore: Send + Sync + 'static {
-    /// Writes the configured limits of `sites` in one transaction; a site configured before
-    /// but not now loses its limits (what rules did to it stays). Also forgets the sites a
-    /// rule created whose actions ended more than a day before `now`, and rule matches
-    /// older than a year.
+    /// Writes the configured limits of `sites` in one transaction at `now`; a site
+    /// configured before but not now loses its limits (what rules did to it stays). Also
+    /// forgets the sites a rule created whose actions ended more than a day before `now`,
+    /// and rule matches older than a year. `now` is the database's clock for
+    /// [`Now::Database`], else the time given.
     fn configure_sites<'a>(
         &'a self,
         sites: &'a [(String, SiteLimit)],
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>>;
-    /// Every site with a row, with its live slots at `now`, by name.
-    fn sites(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
+    /// Every site with a row, with its live slots at `now` (the database's clock for
+    /// [`Now::Database`], else the time given), by name.
+    fn sites(&self, now: Now) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
     /// The sites the workers must ask at `now` (configured limits, or a rule's action in
-    /// force), by name, without their slots: what each process reads every second.
-    fn sites_in_force(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>>;
+    /// force), by name, without their slots: what each process reads every second. `now`
+    /// is the database's clock for [`Now::Database`], else the time given; the read
+    /// returns it ([`SitesInForce::read_at`]), even when no site is in force.
+    fn sites_in_force(&self, now: Now) -> BoxFuture<'_, Result<SitesInForce, Error>>;
     /// Asks `site` for one more message at `now`, in one transaction on its locked row
     /// ([`SiteState::decide`]); a grant spends its token and, when the site caps messages
     /// in flight, takes a slot held by `holder` until it is released or `now + lease`.
-    /// `None` when the site has no row.
+    /// `now` is the database's clock for [`Now::Database`] (read once, with the row), else
+    /// the time given; the answer returns it ([`SiteAnswer::at`]). `None` when the site has
+    /// no row.
     fn take_site<'a>(
         &'a self,
         site: &'a str,
         holder: &'a str,
-        now: SystemTime,
+        now: Now,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>>;
+    ) -> BoxFuture<'a, Result<Option<SiteAnswer>, Error>>;
     /// Frees the slot `holder` took at `site` (nothing if it took none), and the site's
-    /// slots whose lease ran out before `now`; with `refund`, gives back the token the
-    /// grant spent (the message did not reach its side effect).
+    /// slots whose lease ran out before `now` (the database's clock for [`Now::Database`],
+    /// else the time given); with `refund`, gives back the token the grant spent (the
+    /// message did not reach its side effect).
     fn release_site<'a>(
         &'a self,
         site: &'a str,
         holder: &'a str,
         refund: bool,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>>;
-    /// Extends the slot `holder` holds at `site` until `until` (a send that outlasts its
-    /// first lease keeps its place under the cap).
+    /// Extends the slot `holder` holds at `site` until `now + lease` (`now`: the
+    /// database's clock for [`Now::Database`], else the time given), so a send that
+    /// outlasts its first lease keeps its place under the cap.
     fn renew_site<'a>(
         &'a self,
         site: &'a str,
         holder: &'a str,
-        until: SystemTime,
+        now: Now,
+        lease: Duration,
     ) -> BoxFuture<'a, Result<(), Error>>;
-    /// Records a match of rule `rule` at `site` at `now`; returns the matches within
-    /// `window` before `now`, this one included (older ones are forgotten).
+    /// Records a match of rule `rule` at `site` at `now` (the database's clock for
+    /// [`Now::Database`], else the time given); returns the matches within `window` before
+    /// `now`, this one included (older ones are forgotten).
     fn record_hit<'a>(
         &'a self,
         site: &'a str,
         rule: &'a str,
-        now: SystemTime,
+        now: Now,
         window: Duration,
     ) -> BoxFuture<'a, Result<u32, Error>>;
     /// Slows or suspends `site` from `now` as `action` says, saying why in `reason`
     /// (creating its row when it has none); a site slowed already keeps its tokens and has
-    /// its slowdown extended. True when the site was neither slowed nor suspended before
-    /// (the action is news). A bounce changes nothing.
+    /// its slowdown extended. `now` is the database's clock for [`Now::Database`] (read once,
+    /// with the row), else the time given. True when the site was neither slowed nor
+    /// suspended before (the action is news). A bounce changes nothing.
     fn act_on_site<'a>(
         &'a self,
         site: &'a str,
         action: &'a RuleAction,
         reason: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<bool, Error>>;
     /// Ends the slowdown and suspension of `site`; false when it has no row.
     fn resume_site<'a>(&'a self, site: &'a str) -> BoxFuture<'a, Result<bool, Error>>;

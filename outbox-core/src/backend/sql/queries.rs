@@ -170,7 +170,7 @@ pub struct Queries {
     pub site_soft_commit: &'static str,
     /// Gives a site a token back.
     pub site_refund: &'static str,
-    /// The sites with limits or actions in force.
+    /// The sites with limits or actions in force, and the time of the read.
     pub sites_in_force: &'static str,
     /// Forgets rule-created sites idle for a day.
     pub sites_prune: &'static str,
@@ -180,13 +180,13 @@ pub struct Queries {
     pub site_configure: &'static str,
     /// Drops every site's configured limits.
     pub sites_unconfigure: &'static str,
-    /// One site's row, locked.
+    /// One site's row, locked, and the time of the read.
     pub site_lock: &'static str,
     /// A site's messages in flight.
     pub site_slots_count: &'static str,
     /// A site's tokens after a grant.
     pub site_spend: &'static str,
-    /// Takes a slot of a site.
+    /// Takes (or renews) a slot of a site.
     pub site_slot_take: &'static str,
     /// Frees a slot of a site.
     pub site_slot_release: &'static str,

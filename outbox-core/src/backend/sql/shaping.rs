@@ -1,27 +1,39 @@
 //! Traffic shaping in the shared SQL store: a site's grant is decided on its locked row
-//! (the pure [`SiteState::decide`]), so processes asking at once take turns and never
-//! overspend its tokens or its slots.
+//! (the pure [`SiteState::decide`]), at the time read with the row (the database's clock
+//! for [`Now::Database`]), so processes asking at once take turns and never overspend its
+//! tokens or its slots.
 
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
-use super::{from_unix_secs, transient_retries, unix_secs, write, Arg, Dialect, SqlRow};
+use super::{from_unix_secs, transient_retries, unix_secs, write, Arg, Dialect, Queries, SqlRow};
 use crate::{
+    clock::Now,
     error::Error,
     shaping::MAX_SHAPING_DURATION,
-    store::{RuleAction, ShapingRule, ShapingStore, SiteDecision, SiteLimit, SiteState},
+    store::{
+        RuleAction, ShapingRule, ShapingStore, SiteAnswer, SiteDecision, SiteLimit, SiteState,
+        SitesInForce,
+    },
 };
+
+/// How long after its actions ended a site a rule created is kept.
+const RULE_SITE_KEPT: Duration = Duration::from_secs(86_400);
+
+/// The column of `site_lock.sql` and `sites_in_force.sql` that holds the time of the read
+/// (unix s): the database's clock, unless a time was bound.
+const READ_AT: usize = 11;
 
 impl<D: Dialect> ShapingStore for D {
     fn configure_sites<'a>(
         &'a self,
         sites: &'a [(String, SiteLimit)],
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             let q = self.queries();
-            let now = unix_secs(now);
+            let now = self.now_secs(now);
             let args: Vec<[Arg<'_>; 6]> = sites
                 .iter()
                 .map(|(site, limit)| {
@@ -31,17 +43,20 @@ impl<D: Dialect> ShapingStore for D {
                         Arg::Real(limit.burst),
                         Arg::OptInt(limit.max_concurrent.map(i64::from)),
                         Arg::Real(limit.burst),
-                        Arg::Real(now),
+                        Arg::OptReal(now),
                     ]
                 })
                 .collect();
-            let day_ago = [Arg::Real(now - 86_400.0), Arg::Real(now - 86_400.0)];
-            let year_ago = [Arg::Real(now - MAX_SHAPING_DURATION.as_secs_f64())];
+            let day = [Arg::OptReal(now), Arg::Real(RULE_SITE_KEPT.as_secs_f64())];
+            let year = [
+                Arg::OptReal(now),
+                Arg::Real(MAX_SHAPING_DURATION.as_secs_f64()),
+            ];
             // Pruned before the limits are dropped: a site that leaves the configuration
             // now keeps its row until the next start.
             let mut statements = vec![
-                (q.sites_prune, &day_ago[..]),
-                (q.site_hits_prune, &year_ago[..]),
+                (q.sites_prune, &day[..]),
+                (q.site_hits_prune, &year[..]),
                 (q.sites_unconfigure, &[][..]),
             ];
             statements.extend(args.iter().map(|a| (q.site_configure, &a[..])));
@@ -50,9 +65,9 @@ impl<D: Dialect> ShapingStore for D {
         })
     }
 
-    fn sites(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+    fn sites(&self, now: Now) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
         Box::pin(async move {
-            let args = [Arg::Real(unix_secs(now))];
+            let args = [Arg::OptReal(self.now_secs(now))];
             let rows = self.fetch(None, self.queries().sites_list, &args).await?;
             let sites = rows.iter().map(|r| {
                 let mut s = site_state(r)?;
@@ -63,15 +78,23 @@ impl<D: Dialect> ShapingStore for D {
         })
     }
 
-    fn sites_in_force(&self, now: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+    fn sites_in_force(&self, now: Now) -> BoxFuture<'_, Result<SitesInForce, Error>> {
         Box::pin(async move {
-            let now = unix_secs(now);
-            let args = [Arg::Real(now), Arg::Real(now)];
+            let args = [Arg::OptReal(self.now_secs(now))];
             let rows = self
                 .fetch(None, self.queries().sites_in_force, &args)
                 .await?;
-            let sites = rows.iter().map(site_state);
-            Ok(sites.collect::<Result<_, sqlx::Error>>()?)
+            // Always one row at least: the time, with NULL site columns when none is in
+            // force.
+            let first = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+            let read_at = from_unix_secs(first.real(READ_AT)?);
+            let mut sites = Vec::with_capacity(rows.len());
+            for r in &rows {
+                if r.opt_text(0)?.is_some() {
+                    sites.push(site_state(r)?);
+                }
+            }
+            Ok(SitesInForce { read_at, sites })
         })
     }
 
@@ -79,25 +102,28 @@ impl<D: Dialect> ShapingStore for D {
         &'a self,
         site: &'a str,
         holder: &'a str,
-        now: SystemTime,
+        now: Now,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>> {
+    ) -> BoxFuture<'a, Result<Option<SiteAnswer>, Error>> {
         Box::pin(async move {
             let q = self.queries();
-            let secs = unix_secs(now);
+            let lock = [Arg::OptReal(self.now_secs(now)), Arg::Text(site)];
+            let lock = &lock;
             transient_retries::<D, _, _, _>(|| async move {
                 let mut tx = self.begin_write().await?;
                 if !q.site_soft_commit.is_empty() {
                     self.execute(Some(&mut tx), q.site_soft_commit, &[]).await?;
                 }
-                let rows = self
-                    .fetch(Some(&mut tx), q.site_lock, &[Arg::Text(site)])
-                    .await?;
+                let rows = self.fetch(Some(&mut tx), q.site_lock, lock).await?;
                 let Some(row) = rows.first() else {
                     D::rollback(tx).await?;
                     return Ok(None);
                 };
                 let state = site_state(row)?;
+                // The time the row was read at (the database's clock, unless one was
+                // given): the whole decision runs at it.
+                let secs = row.real(READ_AT)?;
+                let at = from_unix_secs(secs);
                 let mut in_flight = 0;
                 if state.limit.max_concurrent.is_some() {
                     let live = [Arg::Text(site), Arg::Real(secs)];
@@ -105,7 +131,7 @@ impl<D: Dialect> ShapingStore for D {
                     let live = count.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
                     in_flight = u32::try_from(live.max(0)).unwrap_or(u32::MAX);
                 }
-                let decision = state.decide(now, in_flight);
+                let decision = state.decide(at, in_flight);
                 let SiteDecision::Granted {
                     tokens,
                     token,
@@ -113,20 +139,24 @@ impl<D: Dialect> ShapingStore for D {
                 } = decision
                 else {
                     D::commit(tx).await?;
-                    return Ok(Some(decision));
+                    return Ok(Some(SiteAnswer { decision, at }));
                 };
                 if token {
-                    let as_of = unix_secs(now.max(state.updated_at));
+                    let as_of = unix_secs(at.max(state.updated_at));
                     let spend = [Arg::Real(tokens), Arg::Real(as_of), Arg::Text(site)];
                     self.execute(Some(&mut tx), q.site_spend, &spend).await?;
                 }
                 if slot {
-                    let until = secs + lease.as_secs_f64();
-                    let take = [Arg::Text(site), Arg::Text(holder), Arg::Real(until)];
+                    let take = [
+                        Arg::Text(site),
+                        Arg::Text(holder),
+                        Arg::OptReal(Some(secs)),
+                        Arg::Real(lease.as_secs_f64()),
+                    ];
                     self.execute(Some(&mut tx), q.site_slot_take, &take).await?;
                 }
                 D::commit(tx).await?;
-                Ok(Some(decision))
+                Ok(Some(SiteAnswer { decision, at }))
             })
             .await
         })
@@ -137,14 +167,14 @@ impl<D: Dialect> ShapingStore for D {
         site: &'a str,
         holder: &'a str,
         refund: bool,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             let q = self.queries();
             let args = [
                 Arg::Text(site),
                 Arg::Text(holder),
-                Arg::Real(unix_secs(now)),
+                Arg::OptReal(self.now_secs(now)),
             ];
             let refund_args = [Arg::Text(site)];
             let mut statements = Vec::with_capacity(3);
@@ -164,14 +194,16 @@ impl<D: Dialect> ShapingStore for D {
         &'a self,
         site: &'a str,
         holder: &'a str,
-        until: SystemTime,
+        now: Now,
+        lease: Duration,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             let q = self.queries();
             let args = [
                 Arg::Text(site),
                 Arg::Text(holder),
-                Arg::Real(unix_secs(until)),
+                Arg::OptReal(self.now_secs(now)),
+                Arg::Real(lease.as_secs_f64()),
             ];
             let mut statements = Vec::with_capacity(2);
             if !q.site_soft_commit.is_empty() {
@@ -187,17 +219,21 @@ impl<D: Dialect> ShapingStore for D {
         &'a self,
         site: &'a str,
         rule: &'a str,
-        now: SystemTime,
+        now: Now,
         window: Duration,
     ) -> BoxFuture<'a, Result<u32, Error>> {
         Box::pin(async move {
             let q = self.queries();
-            let now = unix_secs(now);
-            let since = now - window.as_secs_f64();
-            let hit = [Arg::Text(site), Arg::Text(rule), Arg::Real(now)];
-            let forget = [Arg::Text(site), Arg::Text(rule), Arg::Real(since)];
-            write(self, &[(q.site_hit, &hit), (q.site_hits_forget, &forget)]).await?;
-            let rows = self.fetch(None, q.site_hits_count, &forget).await?;
+            let now = Arg::OptReal(self.now_secs(now));
+            let hit = [Arg::Text(site), Arg::Text(rule), now];
+            let recent = [
+                Arg::Text(site),
+                Arg::Text(rule),
+                now,
+                Arg::Real(window.as_secs_f64()),
+            ];
+            write(self, &[(q.site_hit, &hit), (q.site_hits_forget, &recent)]).await?;
+            let rows = self.fetch(None, q.site_hits_count, &recent).await?;
             let count = rows.first().map(|r| r.int(0)).transpose()?.unwrap_or(1);
             Ok(u32::try_from(count.max(1)).unwrap_or(u32::MAX))
         })
@@ -208,59 +244,41 @@ impl<D: Dialect> ShapingStore for D {
         site: &'a str,
         action: &'a RuleAction,
         reason: &'a str,
-        now: SystemTime,
+        now: Now,
     ) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(async move {
             let q = self.queries();
-            let secs = unix_secs(now);
-            let (statement, args) = match *action {
-                RuleAction::Slow {
-                    per_second,
-                    duration,
-                } => (
-                    q.site_slow,
-                    vec![
-                        Arg::Real(secs),
-                        Arg::Real(secs),
-                        Arg::Real(secs),
-                        Arg::Real(per_second),
-                        Arg::Real(secs + duration.as_secs_f64()),
-                        Arg::Text(reason),
-                        Arg::Text(site),
-                    ],
-                ),
-                RuleAction::Suspend { duration } => (
-                    q.site_suspend,
-                    vec![
-                        Arg::Real(secs + duration.as_secs_f64()),
-                        Arg::Text(reason),
-                        Arg::Text(site),
-                    ],
-                ),
-                RuleAction::Bounce => return Ok(false),
-            };
-            let ensure = [Arg::Text(site), Arg::Real(secs)];
-            let (ensure, args) = (&ensure, &args);
+            if matches!(action, RuleAction::Bounce) {
+                return Ok(false);
+            }
+            let now = self.now_secs(now);
+            let ensure = [Arg::Text(site), Arg::OptReal(now)];
+            let lock = [Arg::OptReal(now), Arg::Text(site)];
+            let (ensure, lock) = (&ensure, &lock);
             transient_retries::<D, _, _, _>(|| async move {
                 let mut tx = self.begin_write().await?;
                 // Read under the row's lock: of processes acting at once, one finds the
                 // site free (the news), the others find it held. The row is created only
                 // when missing (MySQL: an insert on an existing row takes a shared lock that
                 // two processes could not both upgrade).
-                let lock = [Arg::Text(site)];
-                let mut rows = self.fetch(Some(&mut tx), q.site_lock, &lock).await?;
+                let mut rows = self.fetch(Some(&mut tx), q.site_lock, lock).await?;
                 if rows.is_empty() {
                     self.execute(Some(&mut tx), q.site_ensure, ensure).await?;
-                    rows = self.fetch(Some(&mut tx), q.site_lock, &lock).await?;
+                    rows = self.fetch(Some(&mut tx), q.site_lock, lock).await?;
                 }
-                let held = match rows.first() {
-                    Some(row) => {
-                        let s = site_state(row)?;
-                        s.slowed_at(now) || s.suspended_at(now)
-                    }
-                    None => false,
+                let Some(row) = rows.first() else {
+                    D::rollback(tx).await?;
+                    return Ok(false);
                 };
-                self.execute(Some(&mut tx), statement, args).await?;
+                let s = site_state(row)?;
+                // The time the row was read at (the database's clock, unless one was
+                // given): the action runs from it.
+                let secs = row.real(READ_AT)?;
+                let at = from_unix_secs(secs);
+                let held = s.slowed_at(at) || s.suspended_at(at);
+                if let Some((statement, args)) = action_statement(q, action, reason, site, secs) {
+                    self.execute(Some(&mut tx), statement, &args).await?;
+                }
                 D::commit(tx).await?;
                 Ok(!held)
             })
@@ -272,7 +290,9 @@ impl<D: Dialect> ShapingStore for D {
         Box::pin(async move {
             let args = [Arg::Text(site)];
             let q = self.queries();
-            let rows = self.fetch(None, q.site_lock, &args).await?;
+            // Only whether the row exists matters, not the time it is read at.
+            let lock = [Arg::OptReal(self.now_secs(Now::Database)), Arg::Text(site)];
+            let rows = self.fetch(None, q.site_lock, &lock).await?;
             if rows.is_empty() {
                 return Ok(false);
             }
@@ -359,6 +379,43 @@ impl<D: Dialect> ShapingStore for D {
             let changed = write(self, &[(self.queries().rule_remove, &args)]).await?;
             Ok(changed[0] > 0)
         })
+    }
+}
+
+/// The statement and parameters of `action` on `site`, from `secs` (unix s), saying why in
+/// `reason`; `None` for a bounce, which changes nothing.
+fn action_statement<'a>(
+    q: &Queries,
+    action: &RuleAction,
+    reason: &'a str,
+    site: &'a str,
+    secs: f64,
+) -> Option<(&'static str, Vec<Arg<'a>>)> {
+    match *action {
+        RuleAction::Slow {
+            per_second,
+            duration,
+        } => Some((
+            q.site_slow,
+            vec![
+                Arg::Real(secs),
+                Arg::Real(secs),
+                Arg::Real(secs),
+                Arg::Real(per_second),
+                Arg::Real(secs + duration.as_secs_f64()),
+                Arg::Text(reason),
+                Arg::Text(site),
+            ],
+        )),
+        RuleAction::Suspend { duration } => Some((
+            q.site_suspend,
+            vec![
+                Arg::Real(secs + duration.as_secs_f64()),
+                Arg::Text(reason),
+                Arg::Text(site),
+            ],
+        )),
+        RuleAction::Bounce => None,
     }
 }
 

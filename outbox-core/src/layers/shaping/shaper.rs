@@ -10,12 +10,12 @@ use std::{
 
 use super::pacer::{Pace, Pacer};
 use crate::{
-    clock::{Clock, Due},
+    clock::{Clock, Due, Now},
     counters::names,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred, Stop},
     shaping::{bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
-    store::ShapingStore,
+    store::{ShapingStore, SiteAnswer},
 };
 
 /// The sites' rows are read again after this long (when a message needs them).
@@ -69,6 +69,8 @@ pub(crate) struct Shaper {
     rules: tokio::sync::Mutex<Cached<(StoredRules, Arc<RuleBook>)>>,
     mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
     pacer: Mutex<Pacer>,
+    /// The database's clock at the last read of the sites, and when that read came back.
+    database_clock: Mutex<Option<(SystemTime, Instant)>>,
 }
 
 impl Shaper {
@@ -94,6 +96,7 @@ impl Shaper {
             }),
             mx: Mutex::default(),
             pacer: Mutex::default(),
+            database_clock: Mutex::default(),
         }
     }
 
@@ -141,9 +144,18 @@ impl Shaper {
     async fn site_row(&self, site: &str) -> Result<Option<SiteState>, String> {
         let mut sites = self.sites.lock().await;
         if !sites.fresh(SITES_TTL) {
-            match self.store.sites_in_force(self.clock.now()).await {
-                Ok(rows) => {
-                    sites.value = rows.into_iter().map(|s| (s.site.clone(), s)).collect();
+            match self.store.sites_in_force(self.clock.database_now()).await {
+                Ok(read) => {
+                    let clock = (read.read_at, Instant::now());
+                    *self
+                        .database_clock
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(clock);
+                    sites.value = read
+                        .sites
+                        .into_iter()
+                        .map(|s| (s.site.clone(), s))
+                        .collect();
                     sites.ever = true;
                 }
                 Err(e) => {
@@ -156,6 +168,24 @@ impl Shaper {
             sites.read = Some(Instant::now());
         }
         Ok(sites.value.get(site).cloned())
+    }
+
+    /// The time `now` stands for in the shaper's own decisions (which sites are in force,
+    /// when a deferred message comes back): the time it pins, else the database's clock as
+    /// last read with the sites, moved on by the time since.
+    fn time_of(&self, now: Now) -> SystemTime {
+        match now {
+            Now::At(t) => t,
+            Now::Database => {
+                let read = *self
+                    .database_clock
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                // Only before the first read of the sites (which every message waits for)
+                // is the process's clock all there is.
+                read.map_or_else(|| self.clock.now(), |(at, when)| at + when.elapsed())
+            }
+        }
     }
 
     /// Asks `site` for one more message (`id`, held by `holder`): `Ok(None)` when the site
@@ -198,17 +228,18 @@ impl Shaper {
         lease: Duration,
         waited: Duration,
     ) -> Asked {
-        let now = self.clock.now();
-        // The wait is from `now`, not from the answer: the ask's own time is not lost.
+        // The wait is from here, not from the answer: the ask's own time is not lost.
         let asked_at = tokio::time::Instant::now();
         let row = match self.site_row(site).await {
             Ok(Some(row)) => row,
             Ok(None) => return Asked::Done(Ok(None)),
             Err(e) => {
                 let why = format!("cannot read the limits of site `{site}`: {e}");
-                return Asked::Done(Err(deferred(now + STORE_ERROR_DEFER, why)));
+                return Asked::Done(Err(deferred_for(STORE_ERROR_DEFER, why)));
             }
         };
+        let database_now = self.clock.database_now();
+        let now = self.time_of(database_now);
         let in_force = row.limit.per_second.is_some()
             || row.limit.max_concurrent.is_some()
             || row.slowed_at(now)
@@ -216,17 +247,28 @@ impl Shaper {
         if !in_force {
             return Asked::Done(Ok(None));
         }
-        Asked::Done(match self.store.take_site(site, holder, now, lease).await {
+        let answer = self
+            .store
+            .take_site(site, holder, database_now, lease)
+            .await;
+        Asked::Done(match answer {
             Ok(None) => Ok(None),
-            Ok(Some(SiteDecision::Granted { token, slot, .. })) => Ok(Some(Ticket {
+            Ok(Some(SiteAnswer {
+                decision: SiteDecision::Granted { token, slot, .. },
+                ..
+            })) => Ok(Some(Ticket {
                 site: site.to_owned(),
                 holder: holder.to_owned(),
                 token,
                 slot,
             })),
-            Ok(Some(SiteDecision::Wait { wait, why })) => {
-                let gap = spacing(&row, now);
-                match self.pacer().no_room(site, id, now, wait, gap, waited) {
+            Ok(Some(SiteAnswer {
+                decision: SiteDecision::Wait { wait, why },
+                at,
+            })) => {
+                // The wait is from the time the site was asked at.
+                let gap = spacing(&row, at);
+                match self.pacer().no_room(site, id, at, wait, gap, waited) {
                     Pace::Here(wait) => return Asked::Here(asked_at + wait),
                     Pace::Defer(due) => {
                         count_deferred(site, "limit");
@@ -234,8 +276,8 @@ impl Shaper {
                     }
                 }
             }
-            Err(e) => Err(deferred(
-                now + STORE_ERROR_DEFER,
+            Err(e) => Err(deferred_for(
+                STORE_ERROR_DEFER,
                 format!("cannot ask site `{site}` for room: {e}"),
             )),
         })
@@ -262,8 +304,8 @@ impl Shaper {
             tokio::select! {
                 out = &mut send => return out,
                 _ = tokio::time::sleep(every) => {
-                    let until = self.clock.now() + lease;
-                    if let Err(e) = self.store.renew_site(&ticket.site, &ticket.holder, until).await {
+                    let now = self.clock.database_now();
+                    if let Err(e) = self.store.renew_site(&ticket.site, &ticket.holder, now, lease).await {
                         tracing::debug!(site = %ticket.site, error = %e, "cannot renew a shaping slot");
                     }
                 }
@@ -280,7 +322,12 @@ impl Shaper {
         }
         if let Err(e) = self
             .store
-            .release_site(&ticket.site, &ticket.holder, refund, self.clock.now())
+            .release_site(
+                &ticket.site,
+                &ticket.holder,
+                refund,
+                self.clock.database_now(),
+            )
             .await
         {
             tracing::debug!(
@@ -316,10 +363,11 @@ impl Shaper {
         let Some(rule) = book.find(site, &failed.reason) else {
             return Err(error);
         };
-        let now = self.clock.now();
+        let database_now = self.clock.database_now();
+        let now = self.time_of(database_now);
         let hits = match self
             .store
-            .record_hit(site, &rule.name, now, rule.window)
+            .record_hit(site, &rule.name, database_now, rule.window)
             .await
         {
             Ok(hits) => hits,
@@ -333,7 +381,7 @@ impl Shaper {
             let reason = format!("rule `{}`: {}", rule.name, excerpt(&failed.reason));
             match self
                 .store
-                .act_on_site(site, &rule.action, &reason, now)
+                .act_on_site(site, &rule.action, &reason, database_now)
                 .await
             {
                 Ok(news) => {
@@ -480,6 +528,14 @@ fn deferred(due: SystemTime, reason: String) -> Stop {
     })
 }
 
+/// A deferral for `wait` from the database's clock at the settlement.
+fn deferred_for(wait: Duration, reason: String) -> Stop {
+    Stop::Deferred(Deferred {
+        until: Some(Due::After(wait)),
+        reason,
+    })
+}
+
 fn throttled(reason: &str, rule: &str, site: &str) -> String {
     format!("{reason} (site `{site}` throttled by shaping rule `{rule}`: deferred, not an attempt)")
 }
@@ -504,6 +560,7 @@ mod tests {
         clock::SystemClock,
         error::Error,
         shaping::{ShapingRule, SiteLimit},
+        store::SitesInForce,
     };
 
     /// A store that only holds rules (what the other verbs would do is not asked here).
@@ -517,23 +574,23 @@ mod tests {
         fn configure_sites<'a>(
             &'a self,
             _: &'a [(String, SiteLimit)],
-            _: SystemTime,
+            _: Now,
         ) -> BoxFuture<'a, Result<(), Error>> {
             unimplemented!()
         }
-        fn sites(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+        fn sites(&self, _: Now) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
             unimplemented!()
         }
-        fn sites_in_force(&self, _: SystemTime) -> BoxFuture<'_, Result<Vec<SiteState>, Error>> {
+        fn sites_in_force(&self, _: Now) -> BoxFuture<'_, Result<SitesInForce, Error>> {
             unimplemented!()
         }
         fn take_site<'a>(
             &'a self,
             _: &'a str,
             _: &'a str,
-            _: SystemTime,
+            _: Now,
             _: Duration,
-        ) -> BoxFuture<'a, Result<Option<SiteDecision>, Error>> {
+        ) -> BoxFuture<'a, Result<Option<SiteAnswer>, Error>> {
             unimplemented!()
         }
         fn release_site<'a>(
@@ -541,7 +598,7 @@ mod tests {
             _: &'a str,
             _: &'a str,
             _: bool,
-            _: SystemTime,
+            _: Now,
         ) -> BoxFuture<'a, Result<(), Error>> {
             unimplemented!()
         }
@@ -549,7 +606,8 @@ mod tests {
             &'a self,
             _: &'a str,
             _: &'a str,
-            _: SystemTime,
+            _: Now,
+            _: Duration,
         ) -> BoxFuture<'a, Result<(), Error>> {
             unimplemented!()
         }
@@ -557,7 +615,7 @@ mod tests {
             &'a self,
             _: &'a str,
             _: &'a str,
-            _: SystemTime,
+            _: Now,
             _: Duration,
         ) -> BoxFuture<'a, Result<u32, Error>> {
             unimplemented!()
@@ -567,7 +625,7 @@ mod tests {
             _: &'a str,
             _: &'a RuleAction,
             _: &'a str,
-            _: SystemTime,
+            _: Now,
         ) -> BoxFuture<'a, Result<bool, Error>> {
             unimplemented!()
         }

@@ -1,2 +1,2 @@
--- A reply matched a rule. ? site, ? rule, ? at (unix s)
-INSERT INTO outbox_site_hits (site, rule, at) VALUES (?, ?, ?)
+-- A reply matched a rule. ? site, ? rule, ? now (unix s; NULL: the database's clock)
+INSERT INTO outbox_site_hits (site, rule, at) VALUES (?, ?, COALESCE(?, @@timestamp))

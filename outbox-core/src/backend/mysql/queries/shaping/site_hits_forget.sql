@@ -1,2 +1,4 @@
--- Forgets a rule's matches at a site older than its window. ? site, ? rule, ? before
-DELETE FROM outbox_site_hits WHERE site = ? AND rule = ? AND at < ?
+-- Forgets a rule's matches at a site older than its window before now. ? site, ? rule,
+-- ? now (unix s; NULL: the database's clock), ? window (s)
+DELETE FROM outbox_site_hits
+WHERE site = ? AND rule = ? AND at < COALESCE(?, @@timestamp) - ?

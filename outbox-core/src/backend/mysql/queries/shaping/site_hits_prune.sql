@@ -1,2 +1,3 @@
--- Forgets rule matches older than any window (a year). ? before (unix s)
-DELETE FROM outbox_site_hits WHERE at < ?
+-- Forgets rule matches older than any window. ? now (unix s; NULL: the database's clock),
+-- ? age (s: a year)
+DELETE FROM outbox_site_hits WHERE at < COALESCE(?, @@timestamp) - ?

@@ -1,6 +1,7 @@
--- Every site with its live slots. ? now (unix s)
+-- Every site with its live slots. $1 now (unix s; NULL: the database's clock)
 SELECT s.site, s.per_second, s.burst, s.max_concurrent, s.tokens, s.updated_at,
     s.slow_per_second, s.slowed_until, s.suspended_until, s.reason, s.configured,
-    (SELECT COUNT(*) FROM outbox_site_slots l WHERE l.site = s.site AND l.expires_at > $1)
+    (SELECT COUNT(*) FROM outbox_site_slots l WHERE l.site = s.site
+        AND l.expires_at > COALESCE($1::float8, extract(epoch FROM now())::float8))
 FROM outbox_sites s
 ORDER BY s.site

@@ -1,2 +1,2 @@
--- A reply matched a rule. ? site, ? rule, ? at (unix s)
+-- A reply matched a rule. ? site, ? rule, ? now (unix s; SQLite binds the process clock)
 INSERT INTO outbox_site_hits (site, rule, at) VALUES (?, ?, ?)

@@ -1,2 +1,3 @@
--- A rule's matches at a site since a time. ? site, ? rule, ? since (unix s)
-SELECT COUNT(*) FROM outbox_site_hits WHERE site = ? AND rule = ? AND at >= ?
+-- A rule's matches at a site within its window before now. ? site, ? rule, ? now (unix s),
+-- ? window (s)
+SELECT COUNT(*) FROM outbox_site_hits WHERE site = ? AND rule = ? AND at >= ? - ?

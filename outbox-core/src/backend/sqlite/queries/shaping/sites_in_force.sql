@@ -1,7 +1,9 @@
--- The sites the workers must ask: configured limits, or a rule's action in force.
--- ? now, ? now (unix s)
-SELECT site, per_second, burst, max_concurrent, tokens, updated_at, slow_per_second, slowed_until,
-    suspended_until, reason, configured
-FROM outbox_sites
-WHERE configured = 1 OR slowed_until > ? OR suspended_until > ?
-ORDER BY site
+-- The sites the workers must ask: configured limits, or a rule's action in force; and the
+-- time they are read at, in every row (one row of NULL site columns when none is in force).
+-- ?1 now (unix s; SQLite binds the process clock)
+SELECT s.site, s.per_second, s.burst, s.max_concurrent, s.tokens, s.updated_at,
+    s.slow_per_second, s.slowed_until, s.suspended_until, s.reason, s.configured, n.now
+FROM (SELECT ?1 AS now) AS n
+LEFT JOIN outbox_sites s
+    ON s.configured = 1 OR s.slowed_until > n.now OR s.suspended_until > n.now
+ORDER BY s.site
