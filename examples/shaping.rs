@@ -16,7 +16,7 @@ use std::{
 
 use outbox::{
     prelude::*,
-    smtp::{Email, Mailer, MailerConfig, SmtpConfig},
+    smtp::{Email, EmailShaping, Mailer, MailerConfig, SmtpConfig},
     DeadLetterFilter, RuleAction, Shaping, ShapingRule,
 };
 use tokio::{

@@ -15,6 +15,8 @@
 //! (retry, dead letter, pause, orphan, rate limit — they decide, the worker's flusher
 //! writes) and `admin/`. Backends never import the layers, the worker or the admin.
 
+#![warn(missing_docs)]
+
 pub use outbox_core::*;
 pub use outbox_derive::OutboxMessage;
 
@@ -79,6 +81,10 @@ pub mod guide {
     /// Backends: SQLite, PostgreSQL and MariaDB/MySQL, their URLs, wake-ups and migrations.
     #[doc = include_str!("../docs/guides/backends.md")]
     pub mod backends {}
+
+    /// Writing a message kind: destination, failure classes, admin view.
+    #[doc = include_str!("../docs/guides/kinds.md")]
+    pub mod kinds {}
 
     /// Testing an application that uses the outbox.
     #[doc = include_str!("../docs/guides/testing.md")]

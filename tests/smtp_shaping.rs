@@ -289,7 +289,7 @@ impl Dns {
 /// speed; the lookups come from a real DNS server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn domains_on_the_same_exchangers_share_one_site() {
-    use outbox::{smtp::DnsMx, MxLookup};
+    use outbox::smtp::{DnsMx, EmailShaping, MxLookup, MxRollup};
 
     let dns = Dns::start(&[
         ("a.test", "mx1.shared.test", 10),
@@ -318,9 +318,10 @@ async fn domains_on_the_same_exchangers_share_one_site() {
         lookup.mx("nothing.test").await.unwrap(),
         Vec::<String>::new()
     );
-    let shaping = Shaping::providers().mx_lookup(std::sync::Arc::new(lookup));
+    let lookup = std::sync::Arc::new(lookup);
+    let shaping = Shaping::providers().mx_lookup(lookup.clone());
     assert_eq!(
-        shaping
+        MxRollup::new(lookup)
             .site_of_mx(&["aspmx.l.google.com".to_owned()])
             .as_deref(),
         Some("google")

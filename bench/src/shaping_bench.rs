@@ -14,11 +14,19 @@ mod scratch;
 
 use std::time::Instant;
 
-use outbox::{prelude::*, Recipient, Shaping, SiteLimit};
+use outbox::{
+    prelude::*,
+    smtp::{domain_of, EmailShaping},
+    Recipient, Shaping, SiteLimit,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, OutboxMessage)]
-#[outbox(type = "bench.mail", recipient = "Mail::recipient_of")]
+#[outbox(
+    type = "bench.mail",
+    recipient = "Mail::recipient_of",
+    destination = "Mail::destination"
+)]
 struct Mail {
     email: String,
     n: u64,
@@ -27,6 +35,10 @@ struct Mail {
 impl Mail {
     fn recipient_of(&self) -> Option<Recipient> {
         Some(Recipient::bulk(self.email.clone(), None))
+    }
+
+    fn destination(&self) -> Option<String> {
+        domain_of(&self.email)
     }
 }
 

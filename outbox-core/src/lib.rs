@@ -4,6 +4,8 @@
 //! Most applications use the `outbox` facade crate, which re-exports this crate together
 //! with `#[derive(OutboxMessage)]`.
 
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod backend;
 pub mod clock;
@@ -20,6 +22,7 @@ mod error;
 ))]
 mod foreign_error;
 pub mod handler;
+pub mod kind;
 mod layers;
 mod message;
 mod outbox;
@@ -31,6 +34,7 @@ mod suppression;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod transaction;
+pub mod units;
 mod worker;
 
 pub use admin::{
@@ -79,9 +83,8 @@ pub use outbox::{
     START_CHECK_MESSAGES,
 };
 pub use shaping::{
-    describe_duration, describe_rate, domain_of, provider_rules, MxLookup, ProviderSite,
-    RuleAction, Shaping, ShapingRule, SiteLimit, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_RULES,
-    PROVIDER_SITES,
+    describe_duration, describe_rate, Resolved, RuleAction, Shaping, ShapingRule, SiteLimit,
+    SiteResolver, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_NAME_LEN, MAX_SHAPING_RULES,
 };
 pub use store::Retention;
 pub use transaction::{

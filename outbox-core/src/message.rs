@@ -57,6 +57,20 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
         None
     }
 
+    /// Whether messages of this type name a [`destination`](Self::destination): traffic
+    /// shaping then applies to them (one decode per message when shaping is configured).
+    /// Set it to `true` when you implement `destination`.
+    const HAS_DESTINATION: bool = false;
+
+    /// Where this message goes, as a neutral key that traffic shaping groups by: its
+    /// [`Shaping`](crate::Shaping) site is found from it (a route, the kind's resolver, or the
+    /// key itself). An email's destination is its recipient's domain, a webhook's its
+    /// endpoint's host. The default is `None` (not shaped); implement it together with
+    /// [`HAS_DESTINATION`](Self::HAS_DESTINATION). A panicking `destination` counts as none.
+    fn destination(&self) -> Option<String> {
+        None
+    }
+
     /// Checks the message before it is written; an error refuses the enqueue with the
     /// field and the reason, and nothing is written. The default accepts everything.
     fn validate(&self) -> Result<(), InvalidMessage> {
@@ -242,6 +256,18 @@ pub(crate) type RecipientOf = fn(&[u8]) -> Option<Recipient>;
 pub(crate) fn recipient_of<M: OutboxMessage>(payload: &[u8]) -> Option<Recipient> {
     let message = decode_payload::<M>(payload).ok()?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| message.recipient()))
+        .ok()
+        .flatten()
+}
+
+/// Reads the destination a stored payload names (`None`: none, or it does not decode).
+pub(crate) type DestinationOf = fn(&[u8]) -> Option<String>;
+
+/// The destination a stored payload of `M` names; `None` when it names none, does not
+/// decode (its attempt then fails as undecodable) or `destination` panics.
+pub(crate) fn destination_of<M: OutboxMessage>(payload: &[u8]) -> Option<String> {
+    let message = decode_payload::<M>(payload).ok()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| message.destination()))
         .ok()
         .flatten()
 }

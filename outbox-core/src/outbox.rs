@@ -44,6 +44,8 @@ struct Registration {
     /// Reads the recipient of a payload, for types that may name one (checked against the
     /// suppression list after each claim).
     recipient_of: Option<crate::worker::RecipientOf>,
+    /// Reads the destination of a payload, for types that name one (traffic shaping).
+    destination_of: Option<crate::message::DestinationOf>,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or

@@ -1,11 +1,13 @@
-//! Per-domain traffic shaping: the records and the pure rules behind it.
+//! Per-destination traffic shaping: the records and the pure rules behind it.
 //!
-//! Mail to one receiving site (a recipient domain, or a group of domains served by the same
-//! mail exchangers, such as every address hosted by Google) is limited on its own: a token
-//! bucket, a cap on messages in flight at once, and replies that slow or suspend the site.
-//! The state lives in the database (`outbox_sites`) so every process shares it; which site a
-//! domain belongs to, how a site's row grants a message and which rule a reply matches are
-//! decided here, without I/O, and pinned by unit tests. A leaf: it names nothing else of the
+//! Messages to one receiving site (a destination key such as an email's recipient domain or
+//! a webhook's host, or a group of keys a kind rolls up, such as every domain whose mail
+//! Google hosts) are limited on their own: a token bucket, a cap on messages in flight at
+//! once, and failures that slow or suspend the site. The state lives in the database
+//! (`outbox_sites`) so every process shares it; which site a key belongs to, how a site's row
+//! grants a message and which rule a failure matches are decided here, without I/O, and
+//! pinned by unit tests. The kinds bring their presets (email's provider sites, reply rules
+//! and MX rollup live with the email kind). A leaf: it names nothing else of the
 //! crate, so the storage port and the worker layer both build on it.
 
 use std::{
@@ -119,7 +121,8 @@ impl SiteLimit {
 /// A site's row as stored: its limits and what the rules did to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SiteState {
-    /// The site's name (`gmail.com`, `google`, `mx:a.example,b.example`).
+    /// The site's name (a destination key such as `example.com`, or a site name a route or
+    /// a resolver gives).
     pub site: String,
     /// Its configured limits (unlimited for a site a rule created).
     pub limit: SiteLimit,
@@ -299,33 +302,9 @@ impl fmt::Display for RuleAction {
     }
 }
 
-/// `n/s`, `n/min` or `n/h`, whichever reads best.
-pub fn describe_rate(per_second: f64) -> String {
-    let trim = |x: f64| {
-        let s = format!("{x:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    };
-    if per_second >= 1.0 {
-        format!("{}/s", trim(per_second))
-    } else if per_second * 60.0 >= 1.0 {
-        format!("{}/min", trim(per_second * 60.0))
-    } else {
-        format!("{}/h", trim(per_second * 3600.0))
-    }
-}
-
-/// `90s`, `15min` or `2h`.
-pub fn describe_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
-        format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
-        format!("{}min", s / 60)
-    } else {
-        let secs = format!("{:.3}", d.as_secs_f64());
-        format!("{}s", secs.trim_end_matches('0').trim_end_matches('.'))
-    }
-}
+/// The names the shaping texts have always used for [`units::rate`](crate::units::rate)
+/// (`2/s`, `30/min`, `100/h`) and [`units::duration`](crate::units::duration) (`1h 30m`).
+pub use crate::units::{duration as describe_duration, rate as describe_rate};
 
 /// A rule that reacts to the replies of receiving servers: when the failure text of a
 /// message to a site matches `pattern` `threshold` times within `window`, `action` is
@@ -529,29 +508,41 @@ impl RuleBook {
     }
 }
 
-/// Looks up the mail exchangers of a domain, for MX rollup (the `mx` feature of
-/// `outbox-smtp` has one over DNS).
-pub trait MxLookup: Send + Sync + 'static {
-    /// The MX host names of `domain` (lowercase, without the trailing dot), best first; an
-    /// empty list when it has none.
-    fn mx<'a>(&'a self, domain: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+/// What a [`SiteResolver`] answered for a destination key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The site the key belongs to; `None`: the key is its own site.
+    pub site: Option<String>,
+    /// How long the answer holds before the key is resolved again.
+    pub ttl: Duration,
 }
 
-/// The traffic shaping of an outbox: sites with their limits, which domains (or mail
-/// exchangers) belong to which site, and the rules that react to replies.
+/// Finds the site of a destination key that no [`route`](Shaping::route) names, for a kind
+/// whose destinations roll up into shared sites (email's MX rollup: domains served by the
+/// same mail exchangers share one site). Answers are cached per key for their `ttl`.
+pub trait SiteResolver: Send + Sync + 'static {
+    /// The site of destination `key`. It must not fail: a resolver that cannot tell answers
+    /// `site: None` (the key is its own site) with a short `ttl`.
+    fn site<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Resolved>;
+}
+
+/// The traffic shaping of an outbox: sites with their limits, which destinations belong to
+/// which site, and the rules that react to failures.
 ///
-/// A domain's site is, in order: the site a [`domain`](Self::domain) entry names; with an
-/// [`MxLookup`], the site whose MX suffix matches one of the domain's mail exchangers, else
-/// `mx:` and its sorted MX host names (domains on the same exchangers share limits); else
-/// the domain itself. Only sites with configured limits or a rule's action in force are
-/// shaped; mail to any other domain goes at full speed.
+/// Each message of a type that names a destination
+/// ([`OutboxMessage::destination`](crate::OutboxMessage::destination): for an email its
+/// recipient's domain, for a webhook its endpoint's host) is shaped by its site, found in
+/// order: the site a [`route`](Self::route) entry names; with a [`SiteResolver`] (email's MX
+/// rollup), the site it answers; else the destination key itself. Only sites with configured
+/// limits or a rule's action in force are shaped; messages to any other destination go at
+/// full speed. The message kinds ship presets (email: the large mailbox providers' sites and
+/// reply rules).
 #[derive(Clone, Default)]
 pub struct Shaping {
     pub(crate) sites: Vec<(String, SiteLimit)>,
-    pub(crate) domains: HashMap<String, String>,
-    pub(crate) mx_suffixes: Vec<(String, String)>,
+    pub(crate) routes: HashMap<String, String>,
     pub(crate) rules: Vec<ShapingRule>,
-    pub(crate) mx: Option<Arc<dyn MxLookup>>,
+    pub(crate) resolver: Option<Arc<dyn SiteResolver>>,
     pub(crate) problems: Vec<String>,
 }
 
@@ -559,134 +550,22 @@ impl fmt::Debug for Shaping {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shaping")
             .field("sites", &self.sites)
-            .field("domains", &self.domains.len())
+            .field("routes", &self.routes.len())
             .field("rules", &self.rules)
-            .field("mx", &self.mx.is_some())
+            .field("resolver", &self.resolver.is_some())
             .finish()
     }
 }
 
-/// The shipped sites: the large mailbox providers, their domains and exchangers, and a cap
-/// on messages in flight to each.
-pub const PROVIDER_SITES: &[ProviderSite] = &[
-    ProviderSite {
-        site: "google",
-        domains: &["gmail.com", "googlemail.com"],
-        mx_suffixes: &["google.com", "googlemail.com"],
-        max_concurrent: 5,
-    },
-    ProviderSite {
-        site: "microsoft",
-        domains: &[
-            "outlook.com",
-            "hotmail.com",
-            "live.com",
-            "msn.com",
-            "hotmail.co.uk",
-            "hotmail.fr",
-            "outlook.de",
-        ],
-        mx_suffixes: &["protection.outlook.com", "olc.protection.outlook.com"],
-        max_concurrent: 5,
-    },
-    ProviderSite {
-        site: "yahoo",
-        domains: &[
-            "yahoo.com",
-            "ymail.com",
-            "rocketmail.com",
-            "aol.com",
-            "yahoo.co.uk",
-            "yahoo.fr",
-        ],
-        mx_suffixes: &["yahoodns.net"],
-        max_concurrent: 5,
-    },
-    ProviderSite {
-        site: "apple",
-        domains: &["icloud.com", "me.com", "mac.com"],
-        mx_suffixes: &["mail.icloud.com"],
-        max_concurrent: 10,
-    },
-];
-
-/// One shipped provider site.
-#[derive(Debug, Clone, Copy)]
-pub struct ProviderSite {
-    /// The site's name.
-    pub site: &'static str,
-    /// Its own domains.
-    pub domains: &'static [&'static str],
-    /// Suffixes of its mail exchangers (for domains it hosts, with MX rollup).
-    pub mx_suffixes: &'static [&'static str],
-    /// Messages in flight at once.
-    pub max_concurrent: u32,
-}
-
-/// The shipped rules: replies by which the large providers say "too fast".
-pub fn provider_rules() -> Vec<ShapingRule> {
-    let hour = Duration::from_secs(3600);
-    let rule = |name: &str, pattern: &str, action| {
-        ShapingRule::new(name, pattern, action).expect("the shipped rules are valid")
-    };
-    vec![
-        // Gmail: "421 4.7.28 ... has been rate limited", "421 4.7.0 ... unusual rate".
-        rule(
-            "gmail-rate-limited",
-            r"\b4\.7\.28\b|(?i:unusual rate of unsolicited mail)",
-            RuleAction::Slow {
-                per_second: 1.0,
-                duration: hour,
-            },
-        ),
-        // Outlook.com: "451 4.7.650 The mail server [..] has been temporarily rate limited
-        // due to IP reputation", "4.7.500 Server busy".
-        rule(
-            "microsoft-rate-limited",
-            r"\b4\.7\.(650|500)\b",
-            RuleAction::Slow {
-                per_second: 1.0 / 60.0,
-                duration: Duration::from_secs(90 * 60),
-            },
-        ),
-        // Yahoo: "421 4.7.0 [TSS04] Messages from .. temporarily deferred due to unexpected
-        // volume or user complaints".
-        rule(
-            "yahoo-deferred",
-            r"\[TSS0[49]\]|\[TS0[1-3]\]",
-            RuleAction::Suspend { duration: hour },
-        ),
-    ]
-}
-
 impl Shaping {
-    /// No sites and no rules: every domain at full speed until configured.
+    /// No sites and no rules: every destination at full speed until configured.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The shipped sites ([`PROVIDER_SITES`]: Google, Microsoft, Yahoo, Apple, each with
-    /// its domains, exchangers and a cap on messages in flight) and rules
-    /// ([`provider_rules`]); add to them or override them with the other methods.
-    pub fn providers() -> Self {
-        let mut s = Self::new();
-        for p in PROVIDER_SITES {
-            s = s.site(p.site, SiteLimit::concurrent(p.max_concurrent));
-            for d in p.domains {
-                s = s.domain(d, p.site);
-            }
-            for m in p.mx_suffixes {
-                s.mx_suffixes.push(((*m).to_owned(), p.site.to_owned()));
-            }
-        }
-        for r in provider_rules() {
-            s = s.rule(r);
-        }
-        s
-    }
-
-    /// Limits `site` (a domain, or a site name that [`domain`](Self::domain) entries
-    /// route to); replaces earlier limits of the same site.
+    /// Limits `site` (a destination key, or a site name that [`route`](Self::route)
+    /// entries lead to); replaces earlier limits of the same site. A bad name or limit is
+    /// reported by [`problems`](Self::problems) and refused when the outbox starts.
     pub fn site(mut self, site: &str, limit: SiteLimit) -> Self {
         let site = site.trim().to_ascii_lowercase();
         if let Err(e) = check_site(&site).and_then(|()| limit.check()) {
@@ -697,17 +576,15 @@ impl Shaping {
         self
     }
 
-    /// Sends mail to `domain` under the limits of `site` (several domains may share one).
-    pub fn domain(mut self, domain: &str, site: &str) -> Self {
+    /// Shapes messages whose destination key is `key` under the limits of `site` (several
+    /// keys may share one). Keys are compared as given: a kind that lowercases its keys
+    /// (email's domains) lowercases them here too.
+    pub fn route(mut self, key: &str, site: &str) -> Self {
         let site = site.trim().to_ascii_lowercase();
         if let Err(e) = check_site(&site) {
-            self.problems
-                .push(format!("shaping domain `{domain}`: {e}"));
+            self.problems.push(format!("shaping route `{key}`: {e}"));
         }
-        self.domains.insert(
-            domain.trim().trim_end_matches('.').to_ascii_lowercase(),
-            site,
-        );
+        self.routes.insert(key.trim().to_owned(), site);
         self
     }
 
@@ -728,18 +605,9 @@ impl Shaping {
         self
     }
 
-    /// Groups domains by their mail exchangers, looked up with `lookup` (MX rollup).
-    pub fn mx_lookup(mut self, lookup: Arc<dyn MxLookup>) -> Self {
-        self.mx = Some(lookup);
-        self
-    }
-
-    /// Routes domains whose exchangers end in `suffix` to `site` (with MX rollup).
-    pub fn mx_suffix(mut self, suffix: &str, site: &str) -> Self {
-        let suffix = suffix.trim().trim_end_matches('.').to_ascii_lowercase();
-        self.mx_suffixes.retain(|(s, _)| *s != suffix);
-        self.mx_suffixes
-            .push((suffix, site.trim().to_ascii_lowercase()));
+    /// Resolves the site of destination keys that no route names (email's MX rollup).
+    pub fn resolver(mut self, resolver: Arc<dyn SiteResolver>) -> Self {
+        self.resolver = Some(resolver);
         self
     }
 
@@ -758,46 +626,11 @@ impl Shaping {
         &self.problems
     }
 
-    /// The site of `domain` without looking up its exchangers: a `domain` entry, else the
-    /// domain itself.
-    pub fn static_site(&self, domain: &str) -> Option<String> {
-        self.domains.get(domain).cloned()
+    /// The site a [`route`](Self::route) entry names for destination `key`, without asking
+    /// the resolver.
+    pub fn static_site(&self, key: &str) -> Option<String> {
+        self.routes.get(key).cloned()
     }
-
-    /// The site of a domain whose exchangers are `mx` (lowercase, no trailing dot): the
-    /// site of a matching suffix, else `mx:` and the sorted host names; `None` without
-    /// exchangers.
-    pub fn site_of_mx(&self, mx: &[String]) -> Option<String> {
-        if mx.is_empty() {
-            return None;
-        }
-        for host in mx {
-            for (suffix, site) in &self.mx_suffixes {
-                if host == suffix || host.ends_with(&format!(".{suffix}")) {
-                    return Some(site.clone());
-                }
-            }
-        }
-        let mut hosts = mx.to_vec();
-        hosts.sort();
-        hosts.dedup();
-        let mut site = format!("mx:{}", hosts.join(","));
-        if site.len() > MAX_SHAPING_NAME_LEN {
-            let mut cut = MAX_SHAPING_NAME_LEN;
-            while !site.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            site.truncate(cut);
-        }
-        Some(site)
-    }
-}
-
-/// The domain of an address, lowercased (`None` without an `@` or with nothing after it).
-pub fn domain_of(address: &str) -> Option<String> {
-    let (_, domain) = address.trim().rsplit_once('@')?;
-    let domain = domain.trim_end_matches('>').trim_end_matches('.');
-    (!domain.is_empty()).then(|| domain.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -810,7 +643,7 @@ mod tests {
 
     fn state(limit: SiteLimit) -> SiteState {
         SiteState {
-            site: "gmail.com".into(),
+            site: "big.example".into(),
             limit,
             tokens: limit.burst,
             updated_at: at(1000.0),
@@ -902,12 +735,12 @@ mod tests {
     fn a_suspension_waits_until_it_ends_whatever_the_tokens() {
         let mut s = state(SiteLimit::unlimited());
         s.suspended_until = Some(at(1100.0));
-        s.reason = Some("rule `yahoo-deferred`".into());
+        s.reason = Some("rule `big-deferred`".into());
         match s.decide(at(1040.0), 0) {
             SiteDecision::Wait { wait, why } => {
                 assert_eq!(wait, Duration::from_secs(60));
                 assert!(
-                    why.contains("suspended") && why.contains("yahoo-deferred"),
+                    why.contains("suspended") && why.contains("big-deferred"),
                     "{why}"
                 );
             }
@@ -926,9 +759,9 @@ mod tests {
             duration: Duration::from_secs(60),
         };
         let (book, bad) = RuleBook::new(vec![
-            ShapingRule::new("a-gmail", r"\b4\.7\.28\b", slow.clone())
+            ShapingRule::new("a-big", r"\b4\.7\.28\b", slow.clone())
                 .unwrap()
-                .at_site("google"),
+                .at_site("big"),
             ShapingRule::new("b-any", r"rate limited", RuleAction::Bounce).unwrap(),
             ShapingRule {
                 pattern: "(".into(),
@@ -937,8 +770,8 @@ mod tests {
         ]);
         assert_eq!(bad.len(), 1);
         assert!(bad[0].contains("c-broken"), "{bad:?}");
-        let reply = "x@gmail.com: 421 4.7.28 [1.2.3.4] Our system has detected an unusual rate";
-        assert_eq!(book.find("google", reply).unwrap().name, "a-gmail");
+        let reply = "x@big.example: 421 4.7.28 [1.2.3.4] Our system has detected an unusual rate";
+        assert_eq!(book.find("big", reply).unwrap().name, "a-big");
         // Not this site: the next rule that matches, if any.
         assert!(book.find("example.com", reply).is_none());
         assert_eq!(
@@ -991,32 +824,17 @@ mod tests {
             .site("has space", SiteLimit::unlimited())
             .problems()[0]
             .contains("without spaces"));
-        for r in provider_rules() {
-            r.check().unwrap();
-        }
     }
 
     #[test]
-    fn domains_route_to_sites_and_exchangers_roll_up() {
-        let s = Shaping::providers().domain("Example.ORG.", "corp");
-        assert_eq!(s.static_site("gmail.com").as_deref(), Some("google"));
-        assert_eq!(s.static_site("example.org").as_deref(), Some("corp"));
+    fn routes_lead_keys_to_sites() {
+        let s = Shaping::new()
+            .site("corp", SiteLimit::concurrent(2))
+            .route(" hooks.example.org ", "Corp");
+        assert_eq!(s.static_site("hooks.example.org").as_deref(), Some("corp"));
         assert_eq!(s.static_site("small.example"), None);
-        let google = vec![
-            "aspmx.l.google.com".to_owned(),
-            "alt1.aspmx.l.google.com".into(),
-        ];
-        assert_eq!(s.site_of_mx(&google).as_deref(), Some("google"));
-        let a = vec!["mx2.host.example".to_owned(), "mx1.host.example".into()];
-        let b = vec!["mx1.host.example".to_owned(), "mx2.host.example".into()];
-        assert_eq!(s.site_of_mx(&a), s.site_of_mx(&b));
-        assert_eq!(
-            s.site_of_mx(&a).as_deref(),
-            Some("mx:mx1.host.example,mx2.host.example")
-        );
-        assert_eq!(s.site_of_mx(&[]), None);
-        assert_eq!(domain_of("Ann@GMail.com").as_deref(), Some("gmail.com"));
-        assert_eq!(domain_of("nobody"), None);
+        assert!(s.problems().is_empty());
+        assert!(Shaping::new().route("k", "has space").problems()[0].contains("route `k`"));
     }
 
     #[test]
@@ -1031,9 +849,6 @@ mod tests {
         // The same in ASCII is small enough, and so is a short Unicode repetition.
         ShapingRule::new("ascii", r"(?-u)\w{60}", RuleAction::Bounce).unwrap();
         ShapingRule::new("short", r"\w{10}", RuleAction::Bounce).unwrap();
-        for r in provider_rules() {
-            r.compile().unwrap();
-        }
         // The configuration says when it holds too many rules.
         let mut s = Shaping::new();
         for n in 0..=MAX_SHAPING_RULES {
@@ -1048,15 +863,5 @@ mod tests {
         let (book, skipped) = RuleBook::new(s.rules().to_vec());
         assert_eq!(book.rules.len(), MAX_SHAPING_RULES);
         assert!(skipped[0].contains("r100"), "{skipped:?}");
-    }
-
-    #[test]
-    fn rates_and_durations_read_well() {
-        assert_eq!(describe_rate(2.0), "2/s");
-        assert_eq!(describe_rate(1.0 / 60.0), "1/min");
-        assert_eq!(describe_rate(1.0 / 3600.0), "1/h");
-        assert_eq!(describe_duration(Duration::from_secs(5400)), "90min");
-        assert_eq!(describe_duration(Duration::from_secs(7200)), "2h");
-        assert_eq!(describe_duration(Duration::from_millis(1500)), "1.5s");
     }
 }

@@ -52,6 +52,9 @@ pub struct Attrs {
     /// `recipient = "path"`: the function naming the message's one recipient, for the
     /// suppression list.
     pub recipient: Option<FnPath>,
+    /// `destination = "path"`: the function naming the message's destination key, for
+    /// traffic shaping.
+    pub destination: Option<FnPath>,
     /// `max_attempts = N`.
     pub max_attempts: Option<Spanned<i128>>,
     /// `priority = N`.

@@ -19,12 +19,13 @@ use crate::ast::{Attrs, FnPath, Input, KeyAttr, Shape, Spanned, TimeUnit, Timeou
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[outbox(...)]`.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "type",
     "key",
     "key_fn",
     "validate",
     "recipient",
+    "destination",
     "max_attempts",
     "priority",
     "timeout",
@@ -34,8 +35,8 @@ const KEYS: [&str; 10] = [
 
 /// The keys accepted inside `#[outbox(...)]`, as listed in error messages.
 const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `key_fn = \"path\"`, \
-                        `validate = \"path\"`, `recipient = \"path\"`, `max_attempts = N`, `priority = N`, \
-                        `timeout = \"30s\"`, `max_payload = \"4MiB\"`, `crate = \"path\"`";
+                        `validate = \"path\"`, `recipient = \"path\"`, `destination = \"path\"`, \
+                        `max_attempts = N`, `priority = N`, `timeout = \"30s\"`, `max_payload = \"4MiB\"`, `crate = \"path\"`";
 
 /// The forms `max_payload = "..."` accepts, as listed in error messages.
 const SIZE_FORMS: &str =
@@ -124,13 +125,14 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
             let key = one_key(out.key_fn.is_some(), meta).and(Ok(key));
             set(&mut out.key, key, meta, errors);
         }
-        "key_fn" | "validate" | "recipient" => {
+        "key_fn" | "validate" | "recipient" | "destination" => {
             let usage = format!("{name} = \"path::to::function\"");
             let expr = value(meta, &usage)?;
             let path = lit_str(&expr, &usage).and_then(|lit| fn_path(lit, &name));
             let (slot, path) = match name.as_str() {
                 "key_fn" => (&mut out.key_fn, one_key(out.key.is_some(), meta).and(path)),
                 "recipient" => (&mut out.recipient, path),
+                "destination" => (&mut out.destination, path),
                 _ => (&mut out.validate, path),
             };
             set(slot, path, meta, errors);
@@ -210,7 +212,8 @@ fn one_key(other_given: bool, meta: &ParseNestedMeta) -> Result<()> {
     Err(Error::new_spanned(&meta.path, msg))
 }
 
-/// Parses the function path in `validate = "..."`, `key_fn = "..."` or `recipient = "..."`,
+/// Parses the function path in `validate = "..."`, `key_fn = "..."`, `recipient = "..."` or
+/// `destination = "..."`,
 /// the key `name`.
 fn fn_path(lit: LitStr, name: &str) -> Result<FnPath> {
     let span = lit.span().resolved_at(Span::call_site());
@@ -222,6 +225,7 @@ fn fn_path(lit: LitStr, name: &str) -> Result<FnPath> {
             let returns = match name {
                 "key_fn" => "Option<String>",
                 "recipient" => "Option<Recipient>",
+                "destination" => "Option<String>",
                 _ => "Result<(), InvalidMessage>",
             };
             let msg = format!(

@@ -86,6 +86,12 @@ fn impl_message(input: &Input) -> TokenStream {
         let method = delegate(signature, function);
         quote!(const HAS_RECIPIENT: bool = true; #method)
     });
+    let destination_fn = attrs.destination.as_ref().map(|function| {
+        let signature =
+            quote!(fn destination(&self) -> ::core::option::Option<::std::string::String>);
+        let method = delegate(signature, function);
+        quote!(const HAS_DESTINATION: bool = true; #method)
+    });
     quote! {
         #[automatically_derived]
         impl #krate::OutboxMessage for #ident {
@@ -99,6 +105,7 @@ fn impl_message(input: &Input) -> TokenStream {
             #key_fn
             #validate_fn
             #recipient_fn
+            #destination_fn
         }
     }
 }

@@ -16,9 +16,11 @@ mod mx;
 mod queued;
 mod redirect;
 mod render;
+mod shaping;
 mod smtp;
 mod unknown;
 mod unsubscribe;
+mod view;
 
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
@@ -32,5 +34,9 @@ pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};
 pub use outbox_core::InvalidMessage;
 pub use queued::{QueuedTransport, RawEmail, TxTransport, RAW_EMAIL_MAX_BYTES};
 pub use redirect::{RedirectTarget, TestRedirect};
+pub use shaping::{
+    domain_of, provider_rules, EmailShaping, MxLookup, MxRollup, ProviderSite, PROVIDER_SITES,
+};
 pub use unknown::{is_unknown_user, UnknownUsers};
 pub use unsubscribe::{TokenError, Unsubscribe, UnsubscribeKeys, UnsubscribeToken, MIN_KEY_BYTES};
+pub use view::EmailView;

@@ -1,6 +1,6 @@
 //! MX rollup over DNS (feature `mx`): the mail exchangers of a recipient domain, so that
 //! domains served by the same exchangers share one traffic-shaping site
-//! ([`Shaping::mx_lookup`](outbox_core::Shaping::mx_lookup)).
+//! ([`EmailShaping::mx_lookup`](crate::EmailShaping::mx_lookup)).
 //!
 //! Lookups go through `hickory-resolver` (a maintained, pure-Rust DNS resolver): the
 //! system's name servers by default, or one given server. Each lookup has a 2 s limit; the
@@ -15,7 +15,8 @@ use hickory_resolver::{
     proto::rr::RData,
     TokioResolver,
 };
-use outbox_core::MxLookup;
+
+use crate::MxLookup;
 
 use crate::ConfigError;
 

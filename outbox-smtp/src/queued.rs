@@ -77,6 +77,14 @@ impl OutboxMessage for RawEmail {
         }
     }
 
+    const HAS_DESTINATION: bool = true;
+
+    /// The envelope's one recipient's domain, for traffic shaping (several: not shaped).
+    fn destination(&self) -> Option<String> {
+        self.recipient()
+            .and_then(|r| crate::shaping::domain_of(&r.address))
+    }
+
     fn validate(&self) -> Result<(), InvalidMessage> {
         if self.to.is_empty() {
             return Err(InvalidMessage::new(

@@ -105,7 +105,6 @@
 mod auth;
 mod csrf;
 #[cfg(feature = "smtp")]
-mod email;
 mod headers;
 mod layout;
 mod live_pages;
@@ -116,6 +115,7 @@ mod signature;
 mod suppression_pages;
 #[cfg(feature = "smtp")]
 mod unsubscribe;
+mod view;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 
@@ -144,8 +144,20 @@ pub struct WebAdmin<B> {
     admin: Admin<B>,
     auth: auth::AuthConfig,
     sample_every: Duration,
-    message_id_domain: Option<String>,
+    views: crate::kind::Views,
     secure_cookies: bool,
+}
+
+/// The type tag of the email kind's messages, shown with its view by default.
+#[cfg(feature = "smtp")]
+const EMAIL_TYPE: &str = <crate::smtp::Email as crate::OutboxMessage>::TYPE;
+
+/// The views every web admin starts with: the email kind's, with the `smtp` feature.
+fn default_views() -> crate::kind::Views {
+    let views = crate::kind::Views::new();
+    #[cfg(feature = "smtp")]
+    let views = views.with(EMAIL_TYPE, crate::smtp::EmailView::default());
+    views
 }
 
 /// The web admin with the defaults, for `app.nest("/outbox", outbox::web::router(admin))`:
@@ -164,7 +176,7 @@ impl<B: Backend> WebAdmin<B> {
             admin,
             auth: auth::AuthConfig::default(),
             sample_every: Duration::from_secs(10),
-            message_id_domain: None,
+            views: default_views(),
             secure_cookies: false,
         }
     }
@@ -225,9 +237,27 @@ impl<B: Backend> WebAdmin<B> {
 
     /// The domain of the Message-IDs shown on an email's page: set it to the mailer's
     /// `message_id_domain` if it has one (otherwise the sender's domain is shown, as the
-    /// mailer uses then).
-    pub fn message_id_domain(mut self, domain: impl Into<String>) -> Self {
-        self.message_id_domain = Some(domain.into());
+    /// mailer uses then). Without the `smtp` feature there is no email view and this does
+    /// nothing.
+    pub fn message_id_domain(self, domain: impl Into<String>) -> Self {
+        #[cfg(feature = "smtp")]
+        {
+            let view = crate::smtp::EmailView::new(Some(domain.into()));
+            self.view(EMAIL_TYPE, view)
+        }
+        #[cfg(not(feature = "smtp"))]
+        {
+            let _ = domain.into();
+            self
+        }
+    }
+
+    /// Shows messages of `type_tag` with `view`: their payload on a dead letter's page,
+    /// their errors' signature in the grouped dead letters, their attempts' heading (see
+    /// [`KindView`](crate::kind::KindView)). With the `smtp` feature, `outbox.email` has
+    /// the email kind's view already; a view given here replaces one of the same type.
+    pub fn view(mut self, type_tag: &str, view: impl crate::kind::KindView) -> Self {
+        self.views = self.views.with(type_tag, view);
         self
     }
 
@@ -250,7 +280,7 @@ impl<B: Backend> WebAdmin<B> {
             admin: self.admin,
             csrf: csrf::Csrf::new(),
             samples: sampler::Sampler::new(self.sample_every),
-            message_id_domain: self.message_id_domain,
+            views: self.views,
             secure_cookies: self.secure_cookies,
         });
         let auth = Arc::new(self.auth);

@@ -31,7 +31,8 @@ pub(crate) struct State<B> {
     pub(crate) admin: Admin<B>,
     pub(crate) csrf: Csrf,
     pub(crate) samples: Sampler,
-    pub(crate) message_id_domain: Option<String>,
+    /// How each kind's payloads, errors and attempts are shown, by type tag.
+    pub(crate) views: crate::kind::Views,
     /// Mark the CSRF cookie `Secure` whatever the request's scheme.
     pub(crate) secure_cookies: bool,
 }
@@ -409,7 +410,7 @@ pub(crate) async fn overview<B: Backend>(
                                 td { (name) }
                                 td.n data-col="tokens" { (layout::trim(b.tokens_now())) }
                                 td.n data-col="capacity" { (layout::trim(b.limit.burst)) }
-                                td.n data-col="rate" { (layout::rate(b.limit.per_second)) }
+                                td.n data-col="rate" { (crate::units::rate(b.limit.per_second)) }
                             }
                         }
                     }
@@ -705,7 +706,7 @@ struct Group {
 /// Reads up to [`GROUP_SCAN`] dead letters (of a type) and calls `each` with their
 /// signatures; says whether it read them all.
 async fn scan_dead<B: Backend>(
-    admin: &Admin<B>,
+    state: &State<B>,
     type_tag: Option<&str>,
     mut each: impl FnMut(&DeadLetter, String),
 ) -> Result<bool, WebError> {
@@ -713,13 +714,16 @@ async fn scan_dead<B: Backend>(
         Some(t) => DeadLetterFilter::type_tag(t),
         None => DeadLetterFilter::all(),
     };
-    let dead = admin.dead_letters();
+    let dead = state.admin.dead_letters();
     let size = 500u32;
     let mut read = 0u64;
     for page_no in 0.. {
         let list = dead.list(&filter, page_no, size).await?;
         for d in &list {
-            each(d, signature(&d.type_tag, &d.payload, &d.last_error));
+            each(
+                d,
+                signature(&state.views, &d.type_tag, &d.payload, &d.last_error),
+            );
         }
         read += list.len() as u64;
         if list.len() < size as usize {
@@ -742,7 +746,7 @@ pub(crate) async fn dead_groups<B: Backend>(
     let admin = &state.admin;
     let type_tag = query.type_tag.filter(|t| !t.is_empty());
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
-    let complete = scan_dead(admin, type_tag.as_deref(), |d, sig| {
+    let complete = scan_dead(&state, type_tag.as_deref(), |d, sig| {
         let g = groups
             .entry((d.type_tag.clone(), sig.clone()))
             .or_insert_with(|| Group {
@@ -847,18 +851,12 @@ pub(crate) async fn dead_show<B: Backend>(
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
         Err(_) => String::from_utf8_lossy(&d.payload).into_owned(),
     };
-    #[cfg(feature = "smtp")]
-    let email = (d.type_tag == super::signature::EMAIL_TYPE)
-        .then(|| {
-            let page = ctx.url(&format!("/dead/{}", seg(d.id.as_str())));
-            super::email::section(&d, state.message_id_domain.as_deref(), remote_images, &page)
-        })
-        .flatten();
-    #[cfg(not(feature = "smtp"))]
-    let email: Option<Markup> = {
-        let _ = (&state.message_id_domain, remote_images);
-        None
-    };
+    let view = state.views.get(&d.type_tag);
+    let shown = view.and_then(|v| v.show(&d.id, &d.payload)).map(|shown| {
+        let page = ctx.url(&format!("/dead/{}", seg(d.id.as_str())));
+        super::view::section(&shown, remote_images, &page)
+    });
+    let attempts_label = view.map_or("Error", |v| v.attempts_label());
     let back = format!("/dead?type={}", q(&d.type_tag));
     let body = html! {
         section {
@@ -871,7 +869,7 @@ pub(crate) async fn dead_show<B: Backend>(
                     dt { "Enqueued" } dd { (layout::timestamp(t)) " (" (layout::ago(t)) ")" }
                 }
                 dt { "Given up" } dd { (layout::timestamp(d.failed_at)) " (" (layout::ago(d.failed_at)) ")" }
-                dt { "Error signature" } dd { (signature(&d.type_tag, &d.payload, &d.last_error)) }
+                dt { "Error signature" } dd { (signature(&state.views, &d.type_tag, &d.payload, &d.last_error)) }
             }
             div.actions {
                 (ctx.form(&format!("/dead/{}/requeue", seg(d.id.as_str())), &back, html! {
@@ -886,8 +884,8 @@ pub(crate) async fn dead_show<B: Backend>(
             h2 { "Last error" }
             pre #last-error { (d.last_error) }
         }
-        (layout::attempts(&d.attempt_log, "Error (for email: the server's reply)"))
-        @if let Some(email) = email { (email) }
+        (layout::attempts(&d.attempt_log, attempts_label))
+        @if let Some(shown) = shown { (shown) }
         section {
             h2 { "Payload" }
             pre #payload { (payload) }
@@ -1070,9 +1068,9 @@ pub(crate) async fn dead_bulk_purge<B: Backend>(
 }
 
 /// The ids of the dead letters of one type with one signature.
-async fn group_ids<B: Backend>(admin: &Admin<B>, form: &Bulk) -> Result<Vec<MessageId>, WebError> {
+async fn group_ids<B: Backend>(state: &State<B>, form: &Bulk) -> Result<Vec<MessageId>, WebError> {
     let mut ids = Vec::new();
-    scan_dead(admin, Some(&form.type_tag), |d, sig| {
+    scan_dead(state, Some(&form.type_tag), |d, sig| {
         if sig == form.signature {
             ids.push(d.id.clone());
         }
@@ -1089,7 +1087,7 @@ pub(crate) async fn group_requeue<B: Backend>(
 ) -> PageResult {
     let dead = state.admin.dead_letters();
     let (mut n, mut taken) = (0, 0);
-    for id in group_ids(&state.admin, &form).await? {
+    for id in group_ids(&state, &form).await? {
         let r = dead
             .requeue_where(&DeadLetterFilter::id(id.as_str()))
             .await?;
@@ -1115,7 +1113,7 @@ pub(crate) async fn group_purge<B: Backend>(
     }
     let dead = state.admin.dead_letters();
     let mut n = 0;
-    for id in group_ids(&state.admin, &form).await? {
+    for id in group_ids(&state, &form).await? {
         n += u64::from(dead.purge(&id).await?);
     }
     Ok(done(

@@ -15,6 +15,21 @@ pub(crate) type SuppressFn =
 #[derive(Clone, Default)]
 pub(crate) struct SuppressionList(pub(crate) Option<SuppressFn>);
 
+impl SuppressionList {
+    /// Adds `entry` to the list; an error when the list cannot be written or there is none
+    /// (a context made by `testing::perform`).
+    pub(crate) async fn write(&self, entry: NewSuppression) -> Result<(), Error> {
+        match &self.0 {
+            Some(write) => write(entry).await,
+            None => Err(Error::Config(format!(
+                "cannot suppress {}: this message context has no suppression list (it was \
+                 made by testing::perform, not by a worker)",
+                entry.address
+            ))),
+        }
+    }
+}
+
 impl fmt::Debug for SuppressionList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.0.is_some() {
@@ -99,13 +114,6 @@ impl<S> MessageContext<S> {
     /// Fails when the list cannot be written (the database error), and for a context made
     /// by [`testing::perform`](crate::testing::perform), which has no database.
     pub async fn suppress(&self, entry: NewSuppression) -> Result<(), Error> {
-        match &self.suppressions.0 {
-            Some(write) => write(entry).await,
-            None => Err(Error::Config(format!(
-                "cannot suppress {}: this message context has no suppression list (it was \
-                 made by testing::perform, not by a worker)",
-                entry.address
-            ))),
-        }
+        self.suppressions.write(entry).await
     }
 }

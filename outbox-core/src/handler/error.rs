@@ -5,7 +5,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use crate::error::BoxError;
+use crate::{error::BoxError, suppression::SuppressionReason};
 
 /// What should happen after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,25 @@ pub enum HandlerErrorKind {
     /// dead letter, and they all start as soon as a probe gets through. With the breaker
     /// turned off ([`Breaker::off`](crate::Breaker::off)) it is an ordinary retry.
     Down,
+    /// The destination asks to be sent to more slowly (`429 Too Many Requests`, a mail
+    /// server's "rate limited" reply): traffic shaping slows the message's site (its
+    /// [destination](crate::OutboxMessage::destination)'s) to one message per `one_per` for
+    /// `during`, in every process, and the message comes back when the site has room,
+    /// without using an attempt. For a type that is not shaped (no
+    /// [`Shaping`](crate::Shaping) configured, or no destination) it is a snooze of
+    /// `one_per`.
+    SlowDown {
+        /// At most one message per this interval (at least 1 ms; at most a day is kept).
+        one_per: Duration,
+        /// How long the slowdown lasts (at most a year is kept).
+        during: Duration,
+    },
+    /// The destination must never be sent to again (the address does not exist, the
+    /// person complained): the message's [recipient](crate::OutboxMessage::recipient) is
+    /// added to the suppression list for everything, with this reason, and the message goes
+    /// to the dead letters. For a type that names no recipient (or when the list cannot be
+    /// written) it is a permanent failure, and a WARN says why nothing was suppressed.
+    Suppress(SuppressionReason),
 }
 
 /// A failed attempt: the reason, and what to do next.
@@ -78,6 +97,20 @@ impl HandlerError {
     /// process until a probe gets through; see [`HandlerErrorKind::Down`].
     pub fn down(reason: impl Into<BoxError>) -> Self {
         Self::new(HandlerErrorKind::Down, reason)
+    }
+
+    /// The destination says "too fast": its site is slowed to one message per `one_per`
+    /// for `during` and the message waits for room, without using an attempt; see
+    /// [`HandlerErrorKind::SlowDown`].
+    pub fn slow_down(one_per: Duration, during: Duration, reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::SlowDown { one_per, during }, reason)
+    }
+
+    /// The destination must never be sent to again: the message's recipient is suppressed
+    /// with `why` and the message goes to the dead letters; see
+    /// [`HandlerErrorKind::Suppress`].
+    pub fn suppress(why: SuppressionReason, reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::Suppress(why), reason)
     }
 
     /// A failure that retrying cannot fix: the message goes to the dead letters now.

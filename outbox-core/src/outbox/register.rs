@@ -65,6 +65,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             precheck: Arc::new(crate::message::precheck::<M>),
             recipient_of: M::HAS_RECIPIENT
                 .then_some(crate::message::recipient_of::<M> as crate::worker::RecipientOf),
+            destination_of: M::HAS_DESTINATION
+                .then_some(crate::message::destination_of::<M> as crate::message::DestinationOf),
         });
         self
     }
@@ -96,13 +98,14 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         self
     }
 
-    /// Shapes mail per receiving site (a recipient domain, or the domains of one
-    /// provider): a token bucket and a cap on messages in flight per site, shared by every
-    /// process, and rules that slow or suspend a site when its replies say "too fast"
-    /// ([`Shaping`](crate::Shaping); [`Shaping::providers`](crate::Shaping::providers) has the
-    /// shipped defaults for the large providers). Applies to the types that name their
-    /// recipient ([`OutboxMessage::recipient`]); the sites' limits and the rules are written
-    /// to the database when the outbox starts.
+    /// Shapes messages per receiving site (a destination such as a recipient domain or a
+    /// webhook host, or the destinations a kind rolls up into one site): a token bucket and
+    /// a cap on messages in flight per site, shared by every process, and rules that slow or
+    /// suspend a site when its failures say "too fast" ([`Shaping`](crate::Shaping); the
+    /// email kind ships defaults for the large mailbox providers). Applies to the types that
+    /// name their destination ([`OutboxMessage::destination`]); the sites' limits and the
+    /// rules are written to the database when the outbox starts. Bad sites or rules are
+    /// reported when the outbox starts.
     pub fn shaping(mut self, shaping: crate::shaping::Shaping) -> Self {
         self.problems.extend(shaping.problems().iter().cloned());
         self.shaping = Some(shaping);

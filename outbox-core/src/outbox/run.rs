@@ -258,7 +258,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         steer
             .apply(steering, versions, &self.backend, self.clock.as_ref())
             .await;
-        // One shaper per process: every type's workers share its sites, rules and MX cache.
+        // One shaper per process: every type's workers share its sites, rules and cache.
         let shaper = self.shaping.as_ref().map(|config| {
             Arc::new(Shaper::new(
                 config.clone(),
@@ -312,11 +312,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                         }),
                         shaper
                             .as_ref()
-                            .zip(r.recipient_of)
-                            .map(|(shaper, recipient_of)| {
+                            .zip(r.destination_of)
+                            .map(|(shaper, destination_of)| {
                                 ShapingLayer::new(
                                     Arc::clone(shaper),
-                                    recipient_of,
+                                    destination_of,
                                     self.settings_of(r).lease,
                                 )
                             }),

@@ -10,7 +10,7 @@ use crate::{
     store::{BreakerState, BreakerStore, ProbeFailure},
 };
 
-const NAME: &str = "smtp:relay.example:587";
+const NAME: &str = "relay:relay.example:587";
 
 /// Breaker [`NAME`] as listed at `now_ms`.
 async fn state<H: PortHarness>(h: &H, now_ms: u64) -> BreakerState {

@@ -48,20 +48,20 @@ fn wait(d: &Option<SiteAnswer>) -> Duration {
 /// and drops those of a site no longer configured; an unknown site has no row.
 pub async fn sites_are_configured_and_listed<H: PortHarness>(h: &H) {
     let b = h.backend();
-    let gmail = SiteLimit::per(2.0, Duration::from_secs(1))
+    let big_site = SiteLimit::per(2.0, Duration::from_secs(1))
         .burst(2)
         .max_concurrent(3);
     let sites = vec![
-        ("google".to_owned(), gmail),
+        ("big".to_owned(), big_site),
         ("small.example".to_owned(), SiteLimit::concurrent(1)),
     ];
     b.configure_sites(&sites, at(0.0)).await.unwrap();
     let listed = b.sites(at(0.0)).await.unwrap();
     assert_eq!(
         listed.iter().map(|s| s.site.as_str()).collect::<Vec<_>>(),
-        ["google", "small.example"]
+        ["big", "small.example"]
     );
-    assert_eq!(listed[0].limit, gmail);
+    assert_eq!(listed[0].limit, big_site);
     assert!(listed[0].configured);
     assert_eq!(listed[0].tokens, 2.0);
     assert_eq!(listed[1].limit.per_second, None);
@@ -74,7 +74,7 @@ pub async fn sites_are_configured_and_listed<H: PortHarness>(h: &H) {
 
     b.configure_sites(&sites[..1], at(1.0)).await.unwrap();
     let listed = b.sites(at(1.0)).await.unwrap();
-    assert_eq!(listed[0].limit, gmail);
+    assert_eq!(listed[0].limit, big_site);
     assert!(!listed[1].configured);
     assert_eq!(listed[1].limit, SiteLimit::unlimited());
 }
@@ -141,14 +141,11 @@ pub async fn a_site_spends_tokens_and_caps_messages_in_flight<H: PortHarness>(h:
 pub async fn rule_matches_are_counted_in_their_window<H: PortHarness>(h: &H) {
     let b = h.backend();
     let w = Duration::from_secs(60);
-    assert_eq!(b.record_hit("google", "r", at(0.0), w).await.unwrap(), 1);
-    assert_eq!(b.record_hit("google", "r", at(10.0), w).await.unwrap(), 2);
-    assert_eq!(b.record_hit("yahoo", "r", at(10.0), w).await.unwrap(), 1);
-    assert_eq!(
-        b.record_hit("google", "other", at(10.0), w).await.unwrap(),
-        1
-    );
-    assert_eq!(b.record_hit("google", "r", at(65.0), w).await.unwrap(), 2);
+    assert_eq!(b.record_hit("big", "r", at(0.0), w).await.unwrap(), 1);
+    assert_eq!(b.record_hit("big", "r", at(10.0), w).await.unwrap(), 2);
+    assert_eq!(b.record_hit("other", "r", at(10.0), w).await.unwrap(), 1);
+    assert_eq!(b.record_hit("big", "other", at(10.0), w).await.unwrap(), 1);
+    assert_eq!(b.record_hit("big", "r", at(65.0), w).await.unwrap(), 2);
 }
 
 /// Slowing a site (a rule's site without a row gets one) grants one message per the slowed
@@ -238,7 +235,7 @@ pub async fn slowing_and_suspending_change_the_grants<H: PortHarness>(h: &H) {
 pub async fn rules_are_stored_replaced_and_removed<H: PortHarness>(h: &H) {
     let b = h.backend();
     let slow = ShapingRule::new(
-        "b-gmail",
+        "b-big",
         r"\b4\.7\.28\b",
         RuleAction::Slow {
             per_second: 1.0 / 60.0,
@@ -246,10 +243,10 @@ pub async fn rules_are_stored_replaced_and_removed<H: PortHarness>(h: &H) {
         },
     )
     .unwrap()
-    .at_site("google")
+    .at_site("big")
     .threshold(3, Duration::from_secs(3600));
     let suspend = ShapingRule::new(
-        "a-yahoo",
+        "a-other",
         r"\[TSS04\]",
         RuleAction::Suspend {
             duration: Duration::from_secs(3600),

@@ -27,6 +27,7 @@ use crate::{
     },
     message::OutboxMessage,
     store::Claimed,
+    suppression::{NewSuppression, SuppressionReason, SuppressionScope},
 };
 
 /// What one delivery attempt needs to know about its message.
@@ -148,15 +149,22 @@ where
         };
         let handler = Arc::clone(&self.handler);
         let timeout = self.timeout;
+        let list = ctx.suppressions.clone();
         async move {
             // The handler's synchronous part and its future are both guarded.
             match invoke(|| handler.call(message, ctx), timeout).await {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(AttemptFailed {
-                    kind: e.kind(),
-                    reason: bounded(e.to_string()),
-                    from_handler: true,
-                }),
+                Ok(Err(e)) => {
+                    let mut reason = bounded(e.to_string());
+                    if let HandlerErrorKind::Suppress(why) = e.kind() {
+                        reason = suppress_recipient::<M>(&payload, why, &list, reason).await;
+                    }
+                    Err(AttemptFailed {
+                        kind: e.kind(),
+                        reason,
+                        from_handler: true,
+                    })
+                }
                 Err(Interrupted::TimedOut(limit)) => {
                     Err(retry(format!("handler timed out after {limit:?}")))
                 }
@@ -166,6 +174,43 @@ where
             }
         }
         .boxed()
+    }
+}
+
+/// Writes the suppression a [`HandlerErrorKind::Suppress`] failure asks for: the recipient
+/// `payload` names, for everything, with `why`. Returns `reason` with what was done, for
+/// the dead letter; a message without a recipient, or a list that cannot be written, is
+/// logged at WARN and only goes to the dead letters.
+async fn suppress_recipient<M: OutboxMessage>(
+    payload: &[u8],
+    why: SuppressionReason,
+    list: &SuppressionList,
+    reason: String,
+) -> String {
+    let Some(recipient) = crate::message::recipient_of::<M>(payload) else {
+        tracing::warn!(
+            message.type = M::TYPE,
+            "the handler asked to suppress the destination, but the message names no \
+             recipient (OutboxMessage::recipient); nothing was suppressed"
+        );
+        return format!("{reason} (not suppressed: the message names no recipient)");
+    };
+    let written = match NewSuppression::new(&recipient.address, SuppressionScope::All, why) {
+        Ok(entry) => {
+            let entry = entry.source(format!("handler of {}", M::TYPE));
+            list.write(entry).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e),
+    };
+    match written {
+        Ok(()) => format!("{reason} (suppressed {}: {why})", recipient.address),
+        Err(e) => {
+            tracing::warn!(
+                message.type = M::TYPE, address = %recipient.address, error = %e,
+                "cannot suppress the destination the handler refused for good"
+            );
+            format!("{reason} (not suppressed: {e})")
+        }
     }
 }
 

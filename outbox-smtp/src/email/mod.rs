@@ -48,7 +48,8 @@ pub use builder::EmailBuilder;
     type = "outbox.email",
     key_fn = "Email::key",
     validate = "validate::email",
-    recipient = "Email::suppression_recipient"
+    recipient = "Email::suppression_recipient",
+    destination = "Email::destination_domain"
 )]
 #[non_exhaustive]
 pub struct Email {
@@ -161,5 +162,12 @@ impl Email {
             Some(list) => outbox_core::Recipient::bulk(one.address.clone(), Some(list.clone())),
             None => outbox_core::Recipient::transactional(one.address.clone()),
         })
+    }
+
+    /// The destination traffic shaping groups by: the recipient's domain, for an email to
+    /// one recipient (an email to several is not shaped).
+    fn destination_domain(&self) -> Option<String> {
+        self.suppression_recipient()
+            .and_then(|r| crate::shaping::domain_of(&r.address))
     }
 }

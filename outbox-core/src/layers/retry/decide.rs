@@ -25,8 +25,9 @@ pub(crate) enum Decision {
 /// The decision after attempt `attempt` (1 for the first) of at most `max_attempts` of
 /// message `id` failed with `kind`:
 ///
-/// * `Snooze` comes back after its delay with the attempt given back, whatever the count;
-/// * `Permanent` gives up at once;
+/// * `Snooze` comes back after its delay with the attempt given back, whatever the count,
+///   and so does a `SlowDown` that traffic shaping did not take (after `one_per`);
+/// * `Permanent` and `Suppress` (its suppression written by the dispatch) give up at once;
 /// * any other failure gives up once `attempt` reached `max_attempts`; else `RetryAt` and
 ///   `RetryAfter` come back at the handler's time, and `Retry` and `Down` (with the circuit
 ///   breaker off, or below its threshold: an ordinary failure) after `schedule`'s delay for
@@ -43,7 +44,11 @@ pub(crate) fn decide(
 ) -> Decision {
     let due = match kind {
         HandlerErrorKind::Snooze(delay) => return Decision::Snooze(Due::After(delay)),
-        HandlerErrorKind::Permanent => return Decision::GiveUp { exhausted: false },
+        HandlerErrorKind::Permanent | HandlerErrorKind::Suppress(_) => {
+            return Decision::GiveUp { exhausted: false }
+        }
+        // Shaping acts on a slowdown before this layer; unshaped, it waits like a snooze.
+        HandlerErrorKind::SlowDown { one_per, .. } => return Decision::Snooze(Due::After(one_per)),
         HandlerErrorKind::RetryAt(at) => Due::At(at),
         HandlerErrorKind::RetryAfter(delay) => Due::After(delay),
         HandlerErrorKind::Retry | HandlerErrorKind::Down => Due::After(schedule.delay(attempt, id)),
@@ -132,6 +137,21 @@ mod tests {
         assert_eq!(
             decide(kind, 2, 5, &s, "a"),
             Decision::Retry(Due::After(s.delay(2, "a")))
+        );
+    }
+
+    #[test]
+    fn a_slowdown_waits_like_a_snooze_and_a_suppression_gives_up_at_once() {
+        let s = schedule();
+        let slow = HandlerErrorKind::SlowDown {
+            one_per: Duration::from_secs(2),
+            during: Duration::from_secs(600),
+        };
+        assert_eq!(decide(slow, 3, 3, &s, "m"), Decision::Snooze(after(2)));
+        let gone = HandlerErrorKind::Suppress(crate::SuppressionReason::HardBounce);
+        assert_eq!(
+            decide(gone, 1, 3, &s, "m"),
+            Decision::GiveUp { exhausted: false }
         );
     }
 }

@@ -5,24 +5,24 @@ use std::{sync::Arc, time::Duration};
 use tower::Layer;
 
 use super::{Shaper, ShapingService};
-use crate::message::RecipientOf;
+use crate::message::DestinationOf;
 
 /// Adds [`ShapingService`] around a service.
 #[derive(Clone)]
 pub struct ShapingLayer {
     pub(super) shaper: Arc<Shaper>,
-    pub(super) recipient_of: RecipientOf,
+    pub(super) destination_of: DestinationOf,
     pub(super) lease: Duration,
 }
 
 impl ShapingLayer {
-    /// Shapes the messages whose recipient `recipient_of` reads, through the process's
-    /// `shaper`; a capped site's slot is held at most `lease` (the worker's lease). Cannot
-    /// fail.
-    pub(crate) fn new(shaper: Arc<Shaper>, recipient_of: RecipientOf, lease: Duration) -> Self {
+    /// Shapes the messages whose destination `destination_of` reads, through the
+    /// process's `shaper`; a capped site's slot is held at most `lease` (the worker's lease).
+    /// Cannot fail.
+    pub(crate) fn new(shaper: Arc<Shaper>, destination_of: DestinationOf, lease: Duration) -> Self {
         Self {
             shaper,
-            recipient_of,
+            destination_of,
             lease,
         }
     }

@@ -1,11 +1,12 @@
-//! Per-domain traffic shaping: mail to one receiving site (a recipient domain, or the
-//! domains one provider hosts) goes no faster than the site allows, and replies that say
-//! "too fast" slow or suspend that site instead of using attempts.
+//! Per-destination traffic shaping: messages to one receiving site (a destination such as a
+//! recipient domain or a webhook host, or the destinations a kind rolls up into one site)
+//! go no faster than the site allows, and failures that say "too fast" slow or suspend that
+//! site instead of using attempts.
 //!
-//! For each message of a type that names its recipient
-//! ([`OutboxMessage::recipient`](crate::OutboxMessage::recipient)), the layer finds the
-//! recipient's site ([`Shaping`](crate::Shaping): a configured domain, an MX rollup, else the
-//! domain) and, when the site has limits or a rule acted on it, asks the site's row in
+//! For each message of a type that names its destination
+//! ([`OutboxMessage::destination`](crate::OutboxMessage::destination)), the layer finds the
+//! destination's site ([`Shaping`](crate::Shaping): a configured route, the kind's resolver,
+//! else the destination key) and, when the site has limits or a rule acted on it, asks the site's row in
 //! `outbox_sites` for one more message — one transaction on the locked row, so every
 //! process shares the site's token bucket and its cap on messages in flight:
 //!

@@ -1,4 +1,4 @@
-//! Asks the recipient's site before calling the inner service, and lets the reply rules
+//! Asks the destination's site before calling the inner service, and lets the reply rules
 //! see how the attempt ended.
 
 use std::task::{Context, Poll};
@@ -10,7 +10,6 @@ use tower::Service;
 use super::ShapingLayer;
 use crate::{
     layers::{Completion, Stop},
-    shaping::domain_of,
     store::Claimed,
 };
 
@@ -35,10 +34,8 @@ where
     }
 
     fn call(&mut self, task: Task<Claimed>) -> Self::Future {
-        let domain =
-            (self.layer.recipient_of)(&task.args.payload).and_then(|r| domain_of(&r.address));
-        let Some(domain) = domain else {
-            // No recipient (or a payload that does not decode: its attempt says so).
+        let Some(destination) = (self.layer.destination_of)(&task.args.payload) else {
+            // No destination (or a payload that does not decode: its attempt says so).
             return Box::pin(self.inner.call(task));
         };
         let id = task.args.id.to_string();
@@ -49,7 +46,7 @@ where
         let layer = self.layer.clone();
         Box::pin(async move {
             let shaper = &layer.shaper;
-            let site = shaper.site_of(&domain).await;
+            let site = shaper.site_of(&destination).await;
             let ticket = shaper.enter(&site, &id, &holder, layer.lease).await?;
             let result = match &ticket {
                 Some(ticket) => shaper.hold(ticket, layer.lease, send).await,

@@ -1,5 +1,5 @@
-//! The process's side of traffic shaping, shared by every worker: which site a domain
-//! belongs to (with its MX lookups cached), the sites' rows and the rules as last read, and
+//! The process's side of traffic shaping, shared by every worker: which site a destination
+//! belongs to (with its resolver's answers cached), the sites' rows and the rules as last read, and
 //! the line of each site's messages waiting for room ([`Pacer`]).
 
 use std::{
@@ -14,7 +14,9 @@ use crate::{
     counters::names,
     handler::HandlerErrorKind,
     layers::{AttemptFailed, Completion, Deferred, Stop},
-    shaping::{bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState},
+    shaping::{
+        bounded_secs, RuleAction, RuleBook, Shaping, SiteDecision, SiteState, MAX_SHAPING_DURATION,
+    },
     store::{ShapingStore, SiteAnswer},
 };
 
@@ -22,10 +24,6 @@ use crate::{
 const SITES_TTL: Duration = Duration::from_secs(1);
 /// The rules are read again after this long (when a failure needs them).
 const RULES_TTL: Duration = Duration::from_secs(5);
-/// A domain's exchangers are looked up again after this long.
-const MX_TTL: Duration = Duration::from_secs(3600);
-/// A failed MX lookup is tried again after this long (the domain is its own site meanwhile).
-const MX_FAILED_TTL: Duration = Duration::from_secs(300);
 /// How long a message waits when its site could not be asked.
 const STORE_ERROR_DEFER: Duration = Duration::from_secs(5);
 /// The spacing of deferred messages of a site without a rate (a cap, a suspension).
@@ -39,8 +37,8 @@ pub(crate) struct Ticket {
     slot: bool,
 }
 
-/// Most domains whose MX site is remembered; past it the cache starts over.
-const MX_CACHE_MAX: usize = 50_000;
+/// Most destinations whose resolved site is remembered; past it the cache starts over.
+const RESOLVED_CACHE_MAX: usize = 50_000;
 
 /// A value read from the database, and when.
 struct Cached<T> {
@@ -67,7 +65,7 @@ pub(crate) struct Shaper {
     sites: tokio::sync::Mutex<Cached<HashMap<String, SiteState>>>,
     /// The rules as stored when last read, and their book (compiled once per change).
     rules: tokio::sync::Mutex<Cached<(StoredRules, Arc<RuleBook>)>>,
-    mx: Mutex<HashMap<String, (String, Instant, Duration)>>,
+    resolved: Mutex<HashMap<String, (String, Instant, Duration)>>,
     pacer: Mutex<Pacer>,
     /// The database's clock at the last read of the sites, and when that read came back.
     database_clock: Mutex<Option<(SystemTime, Instant)>>,
@@ -94,48 +92,40 @@ impl Shaper {
                 read: None,
                 ever: false,
             }),
-            mx: Mutex::default(),
+            resolved: Mutex::default(),
             pacer: Mutex::default(),
             database_clock: Mutex::default(),
         }
     }
 
-    /// The site of `domain`: a configured domain, else (with an MX lookup) its exchangers'
-    /// site, else the domain itself.
-    pub(crate) async fn site_of(&self, domain: &str) -> String {
-        if let Some(site) = self.config.static_site(domain) {
+    /// The site of destination `key`: a configured route, else (with a resolver) the site
+    /// it answers, else the key itself.
+    pub(crate) async fn site_of(&self, key: &str) -> String {
+        if let Some(site) = self.config.static_site(key) {
             return site;
         }
-        let Some(lookup) = self.config.mx.as_ref() else {
-            return domain.to_owned();
+        let Some(resolver) = self.config.resolver.as_ref() else {
+            return key.to_owned();
         };
-        if let Some((site, at, ttl)) = self.mx_cache().get(domain) {
+        if let Some((site, at, ttl)) = self.resolved_cache().get(key) {
             if at.elapsed() < *ttl {
                 return site.clone();
             }
         }
-        let (site, ttl) = match lookup.mx(domain).await {
-            Ok(hosts) => (
-                self.config
-                    .site_of_mx(&hosts)
-                    .unwrap_or_else(|| domain.to_owned()),
-                MX_TTL,
-            ),
-            Err(e) => {
-                tracing::debug!(domain, error = %e, "MX lookup failed; the domain is its own site for now");
-                (domain.to_owned(), MX_FAILED_TTL)
-            }
-        };
-        let mut cache = self.mx_cache();
-        if cache.len() >= MX_CACHE_MAX {
+        let answer = resolver.site(key).await;
+        let site = answer.site.unwrap_or_else(|| key.to_owned());
+        let mut cache = self.resolved_cache();
+        if cache.len() >= RESOLVED_CACHE_MAX {
             cache.clear();
         }
-        cache.insert(domain.to_owned(), (site.clone(), Instant::now(), ttl));
+        cache.insert(key.to_owned(), (site.clone(), Instant::now(), answer.ttl));
         site
     }
 
-    fn mx_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant, Duration)>> {
-        self.mx.lock().unwrap_or_else(|e| e.into_inner())
+    fn resolved_cache(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant, Duration)>> {
+        self.resolved.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The row of `site` as last read (read again when older than [`SITES_TTL`]); `None`
@@ -337,9 +327,11 @@ impl Shaper {
         }
     }
 
-    /// Lets the rules see a failed attempt to `site`: a matching slow or suspend rule
-    /// defers the message (not an attempt) and, at its threshold, acts on the site; a bounce
-    /// rule at its threshold makes the failure permanent.
+    /// Lets the failure of an attempt to `site` act on the site. A failure the handler
+    /// classed as "slow this destination" slows the site at once and defers the message
+    /// (not an attempt). Otherwise the rules see it: a matching slow or suspend rule defers
+    /// the message (not an attempt) and, at its threshold, acts on the site; a bounce rule
+    /// at its threshold makes the failure permanent.
     pub(crate) async fn after(
         &self,
         site: &str,
@@ -356,9 +348,17 @@ impl Shaper {
         if !failed.from_handler {
             return Err(error);
         }
+        if let HandlerErrorKind::SlowDown { one_per, during } = failed.kind {
+            return Err(self
+                .slow_down(site, id, &failed.reason, one_per, during)
+                .await);
+        }
         // A permanent refusal still tells the rules about the site, but the message keeps
         // its fate (a dead letter), never an endless free deferral.
-        let permanent = failed.kind == HandlerErrorKind::Permanent;
+        let permanent = matches!(
+            failed.kind,
+            HandlerErrorKind::Permanent | HandlerErrorKind::Suppress(_)
+        );
         let book = self.rules().await;
         let Some(rule) = book.find(site, &failed.reason) else {
             return Err(error);
@@ -379,35 +379,9 @@ impl Shaper {
         let reached = hits >= rule.threshold;
         if reached && rule.action != RuleAction::Bounce {
             let reason = format!("rule `{}`: {}", rule.name, excerpt(&failed.reason));
-            match self
-                .store
-                .act_on_site(site, &rule.action, &reason, database_now)
-                .await
-            {
-                Ok(news) => {
-                    if news {
-                        metrics::counter!(
-                            names::SHAPING_ACTIONS,
-                            "site" => site.to_owned(),
-                            "rule" => rule.name.clone()
-                        )
-                        .increment(1);
-                        tracing::warn!(
-                            site, rule = %rule.name, action = %rule.action, hits,
-                            reply = %excerpt(&failed.reason),
-                            "the receiving site says we send too fast; shaping it"
-                        );
-                    } else {
-                        tracing::debug!(site, rule = %rule.name, hits, "shaping extended");
-                    }
-                    // Seen by this process at once, by the others within a second.
-                    self.sites.lock().await.read = None;
-                }
-                Err(e) => tracing::warn!(
-                    site, rule = %rule.name, error = %e,
-                    "cannot record a shaping rule's action; it is tried again at the next match"
-                ),
-            }
+            let by = format!("rule `{}`", rule.name);
+            self.act(site, &rule.name, &rule.action, &reason, &by, database_now)
+                .await;
         }
         if permanent {
             return Err(error);
@@ -438,6 +412,85 @@ impl Shaper {
                 let due = self.spread(site, id, now, wait, MIN_SPACING);
                 Err(deferred(due, throttled(&failed.reason, &rule.name, site)))
             }
+        }
+    }
+
+    /// The handler classed a failure as "slow this destination": `site` is slowed to one
+    /// message per `one_per` (kept between a millisecond and a day) for `during` (at most
+    /// a year) in every process, and message `id` is deferred one gap ahead, not charged
+    /// an attempt.
+    async fn slow_down(
+        &self,
+        site: &str,
+        id: &str,
+        reason: &str,
+        one_per: Duration,
+        during: Duration,
+    ) -> Stop {
+        let one_per = one_per.clamp(Duration::from_millis(1), Duration::from_secs(86_400));
+        let action = RuleAction::Slow {
+            per_second: 1.0 / one_per.as_secs_f64(),
+            duration: during.clamp(Duration::from_secs(1), MAX_SHAPING_DURATION),
+        };
+        let database_now = self.clock.database_now();
+        let now = self.time_of(database_now);
+        let why = format!("the destination asked: {}", excerpt(reason));
+        self.act(
+            site,
+            "slow_down",
+            &action,
+            &why,
+            "the destination",
+            database_now,
+        )
+        .await;
+        count_deferred(site, "reply");
+        let gap = one_per.max(MIN_SPACING);
+        let due = self.spread(site, id, now, gap, gap);
+        deferred(
+            due,
+            format!(
+                "{reason} (site `{site}` slowed at the destination's request: deferred, not \
+                 an attempt)"
+            ),
+        )
+    }
+
+    /// Applies `action` to `site` with `reason` (what `by` — a rule, or the destination
+    /// itself — said), counted under `label`. A store error is logged; the action is tried
+    /// again at the next failure.
+    async fn act(
+        &self,
+        site: &str,
+        label: &str,
+        action: &RuleAction,
+        reason: &str,
+        by: &str,
+        now: Now,
+    ) {
+        match self.store.act_on_site(site, action, reason, now).await {
+            Ok(news) => {
+                if news {
+                    metrics::counter!(
+                        names::SHAPING_ACTIONS,
+                        "site" => site.to_owned(),
+                        "rule" => label.to_owned()
+                    )
+                    .increment(1);
+                    tracing::warn!(
+                        site, by, %action, reason,
+                        "the receiving site says we send too fast; shaping it"
+                    );
+                } else {
+                    tracing::debug!(site, by, "shaping extended");
+                }
+                // Seen by this process at once, by the others within a second.
+                self.sites.lock().await.read = None;
+            }
+            Err(e) => tracing::warn!(
+                site, by, error = %e,
+                "cannot record a shaping action; it is tried again at the next failure"
+            ),
         }
     }
 
