@@ -10,7 +10,9 @@ mod pauses;
 mod register;
 mod retention;
 mod run;
+mod services;
 mod settings;
+mod stack;
 mod summary;
 
 use std::{sync::Arc, time::Duration};

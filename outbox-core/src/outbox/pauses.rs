@@ -16,7 +16,7 @@ use crate::{
     clock::Clock,
     layers::{breaker::BreakerSwitch, pause::PauseSwitch},
     store::{Backend, Steering, GROUP_PAUSE_POLL},
-    worker::{unreachable, Hub},
+    worker::{unreachable, Hub, WorkerNames},
 };
 
 /// What the process steers by the shared rows: the pause switch of each type, the paused
@@ -37,6 +37,23 @@ pub(super) struct Steer<B> {
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 impl<B: Backend> Steer<B> {
+    /// Steers the `pauses` and `breakers` of one start, through `hub`, asking for probes as
+    /// the start's `names` prefix. Cannot fail.
+    pub(super) fn new(
+        pauses: &HashMap<&'static str, Arc<PauseSwitch>>,
+        breakers: &HashMap<&'static str, Arc<BreakerSwitch>>,
+        hub: &Arc<Hub<B>>,
+        names: &WorkerNames,
+    ) -> Self {
+        Self {
+            pauses: pauses.clone(),
+            breakers: breakers::distinct(breakers),
+            hub: Arc::clone(hub),
+            owner: Arc::from(names.prefix()),
+            swept: Mutex::new(None),
+        }
+    }
+
     /// Reads and applies everything every [`GROUP_PAUSE_POLL`] (sooner when a breaker's
     /// probe is due), until stopped.
     pub(super) fn watch(

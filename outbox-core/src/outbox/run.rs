@@ -1,6 +1,5 @@
 //! The run lifecycle: validate and prepare, start one supervised worker per registered
-//! type with its layers and the helpers (due probe, heartbeat, pause watcher, gauges,
-//! pruner), stop them
+//! type (its stack from [`Stacks`]) and the background services (`services.rs`), stop them
 //! gracefully; [`Outbox::run`] and [`Outbox::run_until`] as a daemon, and the pieces
 //! [`Outbox::drain`] reuses.
 
@@ -9,27 +8,13 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::{
-    breakers, gauges, groups, history, pauses, retention, summary::Summary, Outbox, Registration,
+    breakers, gauges, history, pauses, stack::Stacks, summary::Summary, Outbox, Registration,
 };
 use crate::{
     error::Error,
-    handler::context::{SuppressFn, SuppressionList},
-    layers::{
-        breaker::{check_name, BreakerLayer, BreakerSwitch},
-        orphan::OrphanLayer,
-        pause::PauseLayer,
-        pause::PauseSwitch,
-        precheck::PrecheckLayer,
-        rate_limit::RateLimitLayer,
-        retry::RetryLayer,
-        shaping::{Shaper, ShapingLayer},
-        OutboxLayers,
-    },
+    layers::breaker::{check_name, BreakerSwitch},
     store::{Backend, Retention, Steering, UnregisteredType},
-    worker::{
-        heartbeat, supervise, watch_due, watch_reach, Dispatch, Hub, IdlePoll, Process, Signals,
-        WorkerNames, WorkerSettings,
-    },
+    worker::{supervise, Hub, Process, Signals, WorkerNames, WorkerSettings},
 };
 
 /// How many of the oldest waiting messages of a type the start check reads
@@ -229,228 +214,45 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let hub = Hub::new();
         let signals = Arc::clone(&hub.signals);
         let (stop, stopped) = watch::channel(false);
-        let switches: HashMap<&'static str, Arc<PauseSwitch>> = self
-            .registrations
-            .iter()
-            .map(|r| (r.queue, Arc::new(PauseSwitch::default())))
-            .collect();
-        let breakers = breakers::switches(
-            self.registrations
-                .iter()
-                .filter_map(|r| {
-                    let name = self.breaker_of(r)?;
-                    Some((r.queue, name, r.options.breaker_config().clone()))
-                })
-                .collect(),
-            &hub,
-        );
-        let steer = pauses::Steer {
-            pauses: switches.clone(),
-            breakers: breakers::distinct(&breakers),
-            hub: Arc::clone(&hub),
-            owner: Arc::from(names.prefix()),
-            swept: std::sync::Mutex::new(None),
-        };
-        // Start paused types and groups paused, and behind the open breakers: as read
-        // before any worker runs.
-        // (No breaker moved since the read: no worker ran.)
+        let stacks = Stacks::new(self, how, &hub, Arc::from(names.prefix()));
+        let steer = pauses::Steer::new(&stacks.pauses, &stacks.breakers, &hub, &names);
+        // Start paused types and groups paused, and behind the open breakers, as read
+        // before any worker runs (no breaker moved since the read: no worker ran).
         let versions = breakers::versions(&steer.breakers);
         steer
             .apply(steering, versions, &self.backend, self.clock.as_ref())
             .await;
-        // One shaper per process: every type's workers share its sites, rules and cache.
-        let shaper = self.shaping.as_ref().map(|config| {
-            Arc::new(Shaper::new(
-                config.clone(),
-                Arc::new(self.backend.clone()),
-                Arc::clone(&self.clock),
-            ))
-        });
-        // Handlers' `MessageContext::suppress` writes to this outbox's list.
-        let suppressions = {
-            let store = self.backend.clone();
-            let clock = Arc::clone(&self.clock);
-            let write: SuppressFn = Arc::new(move |entry| {
-                let store = store.clone();
-                let clock = Arc::clone(&clock);
-                Box::pin(async move {
-                    store
-                        .add_suppressions(std::slice::from_ref(&entry), clock.database_now())
-                        .await
-                        .map(drop)
-                })
-            });
-            SuppressionList(Some(write))
-        };
         let workers = self
             .registrations
             .iter()
             .map(|r| {
-                let switch = Arc::clone(&switches[r.queue]);
-                let layers = OutboxLayers::new(
-                    RetryLayer::new(r.options.schedule().clone()),
-                    PauseLayer::new(switch),
-                    r.options.concurrency_limit(),
-                    (
-                        // Only a token is worth checking for: an unlimited type's handler
-                        // decodes and validates once.
-                        r.options
-                            .bucket()
-                            .map(|_| PrecheckLayer::new(Arc::clone(&r.precheck))),
-                        r.orphan_check
-                            .as_ref()
-                            .map(|check| OrphanLayer::new(Arc::clone(check))),
-                    ),
-                    (
-                        breakers.get(r.queue).map(|switch| {
-                            BreakerLayer::new(
-                                Arc::clone(switch),
-                                Arc::new(self.backend.clone()),
-                                Arc::clone(&self.clock),
-                                Arc::clone(&steer.owner),
-                            )
-                        }),
-                        shaper
-                            .as_ref()
-                            .zip(r.destination_of)
-                            .map(|(shaper, destination_of)| {
-                                ShapingLayer::new(
-                                    Arc::clone(shaper),
-                                    destination_of,
-                                    self.settings_of(r).lease,
-                                )
-                            }),
-                        r.options.bucket().map(|bucket| {
-                            RateLimitLayer::new(
-                                r.queue,
-                                bucket,
-                                Arc::new(self.backend.clone()),
-                                Arc::clone(&self.clock),
-                                match how {
-                                    // Nothing waits for a token: no token, back in line.
-                                    Start::DrainWhileTokens => Duration::ZERO,
-                                    Start::Run | Start::Drain => r.options.inline_wait(),
-                                },
-                            )
-                        }),
-                    ),
-                );
-                let dispatch = Dispatch::new(
-                    r.queue,
-                    Arc::clone(&r.handler),
-                    Arc::clone(&hub.paused_groups),
-                    suppressions.clone(),
-                );
                 let process = Process {
                     store: self.backend.clone(),
                     clock: Arc::clone(&self.clock),
                     hub: Arc::clone(&hub),
                 };
-                tokio::spawn(supervise(
+                let (layers, dispatch) = (stacks.layers(self, r), stacks.dispatch(r));
+                let settings = self.settings_of(r);
+                let worker = supervise(
                     process,
-                    self.settings_of(r),
+                    settings,
                     layers,
                     dispatch,
                     names.clone(),
                     stopped.clone(),
-                ))
+                );
+                tokio::spawn(worker)
             })
             .collect();
-        let beat_every = self
-            .registrations
-            .iter()
-            .map(|r| self.settings_of(r).heartbeat_interval)
-            .min()
-            .unwrap_or(Duration::from_secs(10));
-        let (min, max) = self.idle_poll;
-        let mut helpers = vec![
-            steer.watch(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                stopped.clone(),
-            ),
-            groups::fire_hooks(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                Arc::clone(&signals),
-                stopped.clone(),
-            ),
-            watch_reach(Arc::clone(&hub.reach), stopped.clone()),
-            watch_due(
-                Arc::clone(&hub),
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                IdlePoll::new(min, max),
-                stopped.clone(),
-            ),
-            // Aborted after the workers stopped: it extends leases while they finish.
-            // A drain rescues expired leases at its start itself.
-            heartbeat(
-                hub,
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                beat_every,
-                how == Start::Run,
-            ),
-        ];
-        if let Some(every) = self.gauge_interval {
-            helpers.push(gauges::sample(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                every,
-                stopped.clone(),
-            ));
-        }
-        let history = history::Reporter::new(
-            self.backend.clone(),
-            Arc::clone(&self.clock),
-            self.registrations
-                .iter()
-                .map(|r| (r.queue, Arc::clone(&r.counters)))
-                .collect(),
-        );
-        helpers.push(history.start(stopped.clone()));
-        let summary = self.summary_every.map(|every| {
-            let summary = Summary::new(
-                self.registrations
-                    .iter()
-                    .map(|r| (r.queue, Arc::clone(&r.counters)))
-                    .collect(),
-            );
-            helpers.push(summary.start(every, stopped.clone()));
-            summary
-        });
-        if let Retention::KeepFor(window) = self.retention {
-            helpers.push(retention::prune(
-                self.backend.clone(),
-                Arc::clone(&self.clock),
-                retention::Rows::Done,
-                window,
-                Arc::clone(&signals),
-                stopped.clone(),
-            ));
-        }
-        // Suppressed rows are kept as long as done rows, or a week without retention.
-        let window = match self.retention {
-            Retention::KeepFor(window) => window,
-            Retention::DeleteOnSuccess => retention::SUPPRESSED_KEPT,
-        };
-        helpers.push(retention::prune(
-            self.backend.clone(),
-            Arc::clone(&self.clock),
-            retention::Rows::Suppressed,
-            window,
-            Arc::clone(&signals),
-            stopped,
-        ));
+        let services = self.services(how, steer, hub, &signals, stopped);
         Running {
             names,
             stop,
             workers,
-            helpers,
-            history,
-            summary,
-            breakers,
+            helpers: services.tasks,
+            history: services.history,
+            summary: services.summary,
+            breakers: stacks.breakers,
             signals,
         }
     }
@@ -484,7 +286,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
 
     /// The name of the circuit breaker of a registration: the one its options name, else
     /// the handler's downstream, else its type; `None` when its breaker is off.
-    fn breaker_of(&self, r: &Registration) -> Option<String> {
+    pub(super) fn breaker_of(&self, r: &Registration) -> Option<String> {
         let config = r.options.breaker_config();
         if !config.is_on() {
             return None;
@@ -496,7 +298,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     }
 
     /// The worker settings of one registration.
-    fn settings_of(&self, r: &Registration) -> WorkerSettings {
+    pub(super) fn settings_of(&self, r: &Registration) -> WorkerSettings {
         let mut settings = r.options.settings_for(
             r.queue,
             matches!(self.retention, Retention::KeepFor(_)),
