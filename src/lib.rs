@@ -9,11 +9,15 @@
 //!
 //! Inside `outbox-core`, one interface separates the database-neutral code from the
 //! databases: `store/` (the port) holds the traits and records — claim, settle, heartbeat,
-//! rescue, prune, buckets, pauses, dead letters, counts — and `backend/{sqlite,postgres,mysql}`
-//! implement it, with their SQL in `.sql` files. Above the port: `worker/` (one engine for
+//! rescue, prune, buckets, pauses, dead letters, groups, breakers, shaping, suppressions,
+//! counts — and `backend/{sqlite,postgres,mysql}` implement it by port area, with their SQL
+//! in `.sql` files in the same area folders. Above the port: `worker/` (one engine for
 //! every database: claims, prefetch, flusher, leases, as an apalis-core backend), `layers/`
-//! (retry, dead letter, pause, orphan, rate limit — they decide, the worker's flusher
-//! writes) and `admin/`. Backends never import the layers, the worker or the admin.
+//! (retry, pause, precheck, orphan, breaker, shaping, rate limit — they decide, as values,
+//! and the worker's flusher writes) and `admin/`. Backends never import the layers, the
+//! worker or the admin. Message kinds (email in `outbox-smtp`) are guests: they supply a
+//! destination, failure classes and an admin view through [`kind`] and know nothing of the
+//! core's insides.
 
 #![warn(missing_docs)]
 

@@ -31,9 +31,10 @@
 //! * dead letters by error (`/dead/groups`): grouped by an error signature (for email the
 //!   SMTP reply code and the recipient domain, `550 5.1.1 @bad.example`; otherwise the
 //!   error's first line with numbers and ids replaced), with requeue / purge per group;
-//! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; an
-//!   `outbox.email` message (with feature `smtp`) also shows its headers, Message-ID, text
-//!   body and HTML body (in a sandboxed frame);
+//! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; a message
+//!   whose kind registered a view ([`WebAdmin::view`]) is also shown the kind's way: an
+//!   `outbox.email` message (with feature `smtp`) its headers, Message-ID, text body and
+//!   HTML body (in a sandboxed frame);
 //! * groups (`/groups`): every group (campaign) with a progress bar (delivered, dead,
 //!   cancelled and remaining of its total), its counts per state, delivery rate, ETA and
 //!   pause, with pause / resume / cancel per group (cancel asks for a tick);
