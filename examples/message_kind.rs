@@ -3,8 +3,9 @@
 //! every kind (the guide "Writing a message kind" walks through them):
 //!
 //! 1. its **destination**: the endpoint's host, which traffic shaping groups by;
-//! 2. its **failure classes**: `429` is "retry after", `410` is "permanent", `5xx` or a
-//!    refused connection is "downstream down" (the circuit breaker);
+//! 2. its **failure classes**: `429` is "slow this destination" (the chat server's site is
+//!    slowed in the database; the notice waits, no attempt used), `410` is "permanent",
+//!    `5xx` or a refused connection is "downstream down" (the circuit breaker);
 //! 3. its **admin view**: how the web admin shows a notice on a dead letter's page.
 //!
 //! Run it with `cargo run -p outbox-examples --example message_kind`. It needs no server:
@@ -77,8 +78,9 @@ async fn post_notice(notice: ChatNotice, _: MessageContext<()>) -> Result<(), Ha
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     match status.as_u16() {
         200..=299 => Ok(()),
-        429 => Err(HandlerError::retry_after(
+        429 => Err(HandlerError::slow_down(
             Duration::from_secs(retry_after.unwrap_or(1)),
+            Duration::from_secs(60),
             format!("{status}: the room asks us to slow down"),
         )),
         500..=599 => Err(HandlerError::down(format!(
@@ -194,12 +196,20 @@ async fn main() -> Result<(), Error> {
     println!("1. The first drain: general takes its notice, busy says 429, archived says 410.");
     let first = outbox.drain().await?;
     println!(
-        "   {} delivered, {} to retry, {} given up",
-        first.counts.delivered, first.counts.failed_attempts, first.counts.given_up
+        "   {} delivered, {} waiting for the slowed site (no attempt used), {} given up",
+        first.counts.delivered, first.counts.deferred, first.counts.given_up
     );
+    let sites = outbox.admin().shaping().sites().await?;
+    if let Some(chat) = sites.iter().find(|s| s.site == "chat") {
+        println!(
+            "   site `chat` slowed to {:?}/s: {}",
+            chat.slow_per_second,
+            chat.reason.as_deref().unwrap_or("")
+        );
+    }
 
     println!("2. After busy's Retry-After, the next drain delivers its notice.");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let second = outbox.drain().await?;
     println!("   {} delivered", second.counts.delivered);
 
@@ -237,7 +247,7 @@ async fn main() -> Result<(), Error> {
     let _ = std::fs::remove_file(&path);
     let expected = (
         first.counts.delivered,
-        first.counts.failed_attempts,
+        first.counts.deferred,
         first.counts.given_up,
     );
     if expected != (1, 1, 1) || second.counts.delivered != 1 || !shown {

@@ -191,3 +191,22 @@ async fn suppress_this_destination_suppresses_the_recipient_and_dead_letters_the
     let again = outbox.drain().await.unwrap();
     assert_eq!(again.counts.delivered, 0, "{:?}", again.counts);
 }
+
+#[tokio::test]
+async fn a_destination_that_cannot_be_a_site_is_refused_at_enqueue_with_the_reason() {
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let err = Sms {
+        gateway: "sms gateway".into(),
+        to: "+49@sms".into(),
+        text: "hi".into(),
+    }
+    .enqueue(&mut *tx)
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("destination") && err.contains("without spaces"),
+        "{err}"
+    );
+}

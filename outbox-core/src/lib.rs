@@ -83,8 +83,8 @@ pub use outbox::{
     START_CHECK_MESSAGES,
 };
 pub use shaping::{
-    describe_duration, describe_rate, Resolved, RuleAction, Shaping, ShapingRule, SiteLimit,
-    SiteResolver, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_NAME_LEN, MAX_SHAPING_RULES,
+    describe_duration, describe_rate, destination_key, Resolved, RuleAction, Shaping, ShapingRule,
+    SiteLimit, SiteResolver, SiteState, MAX_PATTERN_SIZE, MAX_SHAPING_NAME_LEN, MAX_SHAPING_RULES,
 };
 pub use store::Retention;
 pub use transaction::{

@@ -66,7 +66,10 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// [`Shaping`](crate::Shaping) site is found from it (a route, the kind's resolver, or the
     /// key itself). An email's destination is its recipient's domain, a webhook's its
     /// endpoint's host. The default is `None` (not shaped); implement it together with
-    /// [`HAS_DESTINATION`](Self::HAS_DESTINATION). A panicking `destination` counts as none.
+    /// [`HAS_DESTINATION`](Self::HAS_DESTINATION) (an enqueue that names one without it is
+    /// refused). Keys are compared trimmed and lowercased; a key that is empty, has spaces
+    /// or is longer than 200 bytes is refused at enqueue. A panicking `destination` counts
+    /// as none.
     fn destination(&self) -> Option<String> {
         None
     }
@@ -267,9 +270,11 @@ pub(crate) type DestinationOf = fn(&[u8]) -> Option<String>;
 /// decode (its attempt then fails as undecodable) or `destination` panics.
 pub(crate) fn destination_of<M: OutboxMessage>(payload: &[u8]) -> Option<String> {
     let message = decode_payload::<M>(payload).ok()?;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| message.destination()))
+    let key = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| message.destination()))
         .ok()
-        .flatten()
+        .flatten()?;
+    // Checked at enqueue; a row written before (or by other code) is not shaped.
+    crate::shaping::destination_key(&key).ok()
 }
 
 pub(crate) fn decode_payload<M: OutboxMessage>(payload: &[u8]) -> Result<M, serde_json::Error> {

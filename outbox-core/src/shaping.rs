@@ -469,6 +469,23 @@ pub fn check_site(site: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A destination key as shaping compares it: trimmed and lowercased, 1 to
+/// [`MAX_SHAPING_NAME_LEN`] bytes of printable characters without spaces (a key is its own
+/// site when nothing routes it). An error says what is wrong with it.
+pub fn destination_key(key: &str) -> Result<String, String> {
+    let key = key.trim().to_ascii_lowercase();
+    if key.is_empty()
+        || key.len() > MAX_SHAPING_NAME_LEN
+        || key.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(format!(
+            "destination {key:?} must be 1 to {MAX_SHAPING_NAME_LEN} printable characters \
+             without spaces (a host name, a domain)"
+        ));
+    }
+    Ok(key)
+}
+
 /// Rules compiled once, matched against failure texts.
 #[derive(Debug, Clone, Default)]
 pub struct RuleBook {
@@ -577,14 +594,22 @@ impl Shaping {
     }
 
     /// Shapes messages whose destination key is `key` under the limits of `site` (several
-    /// keys may share one). Keys are compared as given: a kind that lowercases its keys
-    /// (email's domains) lowercases them here too.
+    /// keys may share one). Keys are compared trimmed and lowercased
+    /// ([`destination_key`]); a bad key or site is reported by
+    /// [`problems`](Self::problems).
     pub fn route(mut self, key: &str, site: &str) -> Self {
         let site = site.trim().to_ascii_lowercase();
+        let key = match destination_key(key) {
+            Ok(key) => key,
+            Err(e) => {
+                self.problems.push(format!("shaping route: {e}"));
+                key.trim().to_ascii_lowercase()
+            }
+        };
         if let Err(e) = check_site(&site) {
             self.problems.push(format!("shaping route `{key}`: {e}"));
         }
-        self.routes.insert(key.trim().to_owned(), site);
+        self.routes.insert(key, site);
         self
     }
 
@@ -827,10 +852,23 @@ mod tests {
     }
 
     #[test]
+    fn destination_keys_are_trimmed_lowercased_and_checked() {
+        assert_eq!(
+            destination_key(" API.Example.com ").unwrap(),
+            "api.example.com"
+        );
+        assert!(destination_key("has space")
+            .unwrap_err()
+            .contains("without spaces"));
+        assert!(destination_key("").is_err());
+        assert!(destination_key(&"x".repeat(MAX_SHAPING_NAME_LEN + 1)).is_err());
+    }
+
+    #[test]
     fn routes_lead_keys_to_sites() {
         let s = Shaping::new()
             .site("corp", SiteLimit::concurrent(2))
-            .route(" hooks.example.org ", "Corp");
+            .route(" Hooks.Example.org ", "Corp");
         assert_eq!(s.static_site("hooks.example.org").as_deref(), Some("corp"));
         assert_eq!(s.static_site("small.example"), None);
         assert!(s.problems().is_empty());

@@ -25,6 +25,10 @@ use syn::{parse_macro_input, DeriveInput};
 ///   `fn(&Self) -> Option<String>`, for any shape; give either `key(...)` or `key_fn`.
 /// - `validate = "path::to::function"`: `OutboxMessage::validate` delegates to a
 ///   `fn(&Self) -> Result<(), InvalidMessage>`; default: every message is accepted.
+/// - `recipient = "path::to::function"`: the one recipient the suppression list checks, from
+///   a `fn(&Self) -> Option<Recipient>` (sets `HAS_RECIPIENT`); default: none.
+/// - `destination = "path::to::function"`: the key traffic shaping groups by (a host, a
+///   domain), from a `fn(&Self) -> Option<String>` (sets `HAS_DESTINATION`); default: none.
 /// - `max_attempts = 5` (1 to 1000), `priority = 3` (0 to 65535),
 ///   `timeout = "30s"` (`ms`, `s`, `m`, `h`, or `"none"`), `max_payload = "4MiB"` (`B`,
 ///   `KiB`, `MiB`; the largest JSON payload accepted at enqueue): per-type defaults; each

@@ -16,7 +16,7 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 use outbox_core::{Resolved, RuleAction, Shaping, ShapingRule, SiteLimit, SiteResolver};
 
 /// A boxed future, as the lookups return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How long a domain's exchangers are remembered.
 const MX_TTL: Duration = Duration::from_secs(3600);

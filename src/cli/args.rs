@@ -143,8 +143,8 @@ pub enum AdminCommand {
     /// messages they stopped.
     #[command(subcommand)]
     Suppressions(SuppressionsCommand),
-    /// Per-domain traffic shaping: the receiving sites (limits, slowdowns, suspensions)
-    /// and the rules that react to their replies.
+    /// Per-destination traffic shaping: the receiving sites (limits, slowdowns,
+    /// suspensions) and the rules that react to their replies.
     #[command(subcommand)]
     Shaping(ShapingCommand),
 }

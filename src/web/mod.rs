@@ -32,7 +32,7 @@
 //!   SMTP reply code and the recipient domain, `550 5.1.1 @bad.example`; otherwise the
 //!   error's first line with numbers and ids replaced), with requeue / purge per group;
 //! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; a message
-//!   whose kind registered a view ([`WebAdmin::view`]) is also shown the kind's way: an
+//!   whose kind registered a view ([`WebAdmin::view`](crate::web::WebAdmin::view)) is also shown the kind's way: an
 //!   `outbox.email` message (with feature `smtp`) its headers, Message-ID, text body and
 //!   HTML body (in a sandboxed frame);
 //! * groups (`/groups`): every group (campaign) with a progress bar (delivered, dead,
@@ -105,7 +105,6 @@
 
 mod auth;
 mod csrf;
-#[cfg(feature = "smtp")]
 mod headers;
 mod layout;
 mod live_pages;
@@ -238,8 +237,9 @@ impl<B: Backend> WebAdmin<B> {
 
     /// The domain of the Message-IDs shown on an email's page: set it to the mailer's
     /// `message_id_domain` if it has one (otherwise the sender's domain is shown, as the
-    /// mailer uses then). Without the `smtp` feature there is no email view and this does
-    /// nothing.
+    /// mailer uses then). It sets the `outbox.email` view to the email kind's with this
+    /// domain, replacing one given earlier with [`WebAdmin::view`]. Without the `smtp`
+    /// feature there is no email view and this does nothing.
     pub fn message_id_domain(self, domain: impl Into<String>) -> Self {
         #[cfg(feature = "smtp")]
         {

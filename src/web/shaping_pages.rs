@@ -33,7 +33,7 @@ pub(crate) async fn shaping_page<B: Backend>(
         section {
             h2 { "Sites" }
             @if sites.is_empty() {
-                p.muted #no-sites { "No site is shaped: no limits are configured and no rule has acted. Mail to every domain goes at full speed." }
+                p.muted #no-sites { "No site is shaped: no limits are configured and no rule has acted. Messages to every destination go at full speed." }
             } @else {
                 table #sites {
                     thead { tr { th { "Site" } th { "Limits" } th.num { "In flight" } th { "State" } th { "Reason" } th {} } }

@@ -72,7 +72,7 @@ impl<B: Backend> Suppressions<B> {
         list: Option<&str>,
     ) -> Result<Option<Suppression>, Error> {
         let probe = crate::store::SuppressionProbe::new(address, list, false, "", None)
-            .ok_or_else(|| Error::Config(format!("{address:?} is not an email address")))?;
+            .ok_or_else(|| Error::Config(format!("{address:?} is not an address (name@domain)")))?;
         let found = self
             .backend
             .check_suppressions(std::slice::from_ref(&probe), self.clock.database_now())

@@ -97,6 +97,29 @@ impl NewMessage {
                     .into(),
             });
         }
+        match msg.destination() {
+            Some(_) if !M::HAS_DESTINATION => {
+                return Err(EnqueueError::InvalidOption {
+                    type_tag: M::TYPE,
+                    option: "destination",
+                    reason: "the message names a destination but its type says \
+                             `HAS_DESTINATION = false`, so traffic shaping would not see it; \
+                             add `const HAS_DESTINATION: bool = true;` to its `OutboxMessage` \
+                             impl"
+                        .into(),
+                });
+            }
+            Some(key) => {
+                crate::shaping::destination_key(&key).map_err(|reason| {
+                    EnqueueError::InvalidOption {
+                        type_tag: M::TYPE,
+                        option: "destination",
+                        reason,
+                    }
+                })?;
+            }
+            None => {}
+        }
         let due = match options.when {
             None => Due::After(Duration::ZERO),
             Some(When::At(at)) => Due::At(at),

@@ -49,8 +49,10 @@ pub enum HandlerErrorKind {
     /// The destination must never be sent to again (the address does not exist, the
     /// person complained): the message's [recipient](crate::OutboxMessage::recipient) is
     /// added to the suppression list for everything, with this reason, and the message goes
-    /// to the dead letters. For a type that names no recipient (or when the list cannot be
-    /// written) it is a permanent failure, and a WARN says why nothing was suppressed.
+    /// to the dead letters. The suppression list holds addresses (`name@domain`): a kind
+    /// whose recipients are something else (a phone number, a device) cannot use it yet.
+    /// For a type that names no recipient (or when the list cannot be written) it is a
+    /// permanent failure, and a WARN and the dead letter say why nothing was suppressed.
     Suppress(SuppressionReason),
 }
 

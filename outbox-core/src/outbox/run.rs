@@ -151,6 +151,17 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             )));
         }
         if let Some(shaping) = &self.shaping {
+            // A type that names a recipient but no destination is not shaped: say so once.
+            for r in &self.registrations {
+                if r.recipient_of.is_some() && r.destination_of.is_none() {
+                    tracing::warn!(
+                        message.type = r.queue,
+                        "traffic shaping is configured, but this type names no destination \
+                         (OutboxMessage::destination, derive `destination = \"fn\"`): its \
+                         messages are not shaped"
+                    );
+                }
+            }
             let now = self.clock.database_now();
             self.backend.configure_sites(shaping.sites(), now).await?;
             self.backend.put_rules(shaping.rules()).await?;

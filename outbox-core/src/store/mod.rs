@@ -535,8 +535,9 @@ pub trait SuppressionStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Vec<bool>, Error>>;
 }
 
-/// Per-domain traffic shaping: the sites' limits and state, the slots of messages in flight,
-/// the reply rules and their recent matches. Times are the workers' clocks.
+/// Per-destination traffic shaping: the sites' limits and state, the slots of messages in
+/// flight, the reply rules and their recent matches. Times are [`Now`]: the database's
+/// clock for [`Now::Database`], computed in SQL where the database has one.
 pub trait ShapingStore: Send + Sync + 'static {
     /// Writes the configured limits of `sites` in one transaction at `now`; a site
     /// configured before but not now loses its limits (what rules did to it stays). Also

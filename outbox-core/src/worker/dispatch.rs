@@ -178,8 +178,8 @@ where
 }
 
 /// Writes the suppression a [`HandlerErrorKind::Suppress`] failure asks for: the recipient
-/// `payload` names, for everything, with `why`. Returns `reason` with what was done, for
-/// the dead letter; a message without a recipient, or a list that cannot be written, is
+/// `payload` names, for everything, with `why`. Returns `reason` with what was done on a
+/// line of its own (error signatures read the first line), for the dead letter; a message without a recipient, or a list that cannot be written, is
 /// logged at WARN and only goes to the dead letters.
 async fn suppress_recipient<M: OutboxMessage>(
     payload: &[u8],
@@ -193,7 +193,7 @@ async fn suppress_recipient<M: OutboxMessage>(
             "the handler asked to suppress the destination, but the message names no \
              recipient (OutboxMessage::recipient); nothing was suppressed"
         );
-        return format!("{reason} (not suppressed: the message names no recipient)");
+        return format!("{reason}\nnot suppressed: the message names no recipient");
     };
     let written = match NewSuppression::new(&recipient.address, SuppressionScope::All, why) {
         Ok(entry) => {
@@ -203,13 +203,13 @@ async fn suppress_recipient<M: OutboxMessage>(
         Err(e) => Err(e),
     };
     match written {
-        Ok(()) => format!("{reason} (suppressed {}: {why})", recipient.address),
+        Ok(()) => format!("{reason}\nsuppressed {}: {why}", recipient.address),
         Err(e) => {
             tracing::warn!(
                 message.type = M::TYPE, address = %recipient.address, error = %e,
                 "cannot suppress the destination the handler refused for good"
             );
-            format!("{reason} (not suppressed: {e})")
+            format!("{reason}\nnot suppressed: {e}")
         }
     }
 }

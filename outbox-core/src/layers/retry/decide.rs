@@ -4,6 +4,8 @@
 //! or the handler's own time ([`Due::At`]), so the decision does not depend on when it is
 //! made and the unit tests below pin every case.
 
+use std::time::Duration;
+
 use super::RetrySchedule;
 use crate::{clock::Due, handler::HandlerErrorKind};
 
@@ -48,7 +50,10 @@ pub(crate) fn decide(
             return Decision::GiveUp { exhausted: false }
         }
         // Shaping acts on a slowdown before this layer; unshaped, it waits like a snooze.
-        HandlerErrorKind::SlowDown { one_per, .. } => return Decision::Snooze(Due::After(one_per)),
+        HandlerErrorKind::SlowDown { one_per, .. } => {
+            let wait = one_per.clamp(Duration::from_millis(1), Duration::from_secs(86_400));
+            return Decision::Snooze(Due::After(wait));
+        }
         HandlerErrorKind::RetryAt(at) => Due::At(at),
         HandlerErrorKind::RetryAfter(delay) => Due::After(delay),
         HandlerErrorKind::Retry | HandlerErrorKind::Down => Due::After(schedule.delay(attempt, id)),

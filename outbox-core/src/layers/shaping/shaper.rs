@@ -113,7 +113,11 @@ impl Shaper {
             }
         }
         let answer = resolver.site(key).await;
-        let site = answer.site.unwrap_or_else(|| key.to_owned());
+        // An answer that is no usable site name leaves the key its own site.
+        let site = answer
+            .site
+            .filter(|s| crate::shaping::check_site(s).is_ok())
+            .unwrap_or_else(|| key.to_owned());
         let mut cache = self.resolved_cache();
         if cache.len() >= RESOLVED_CACHE_MAX {
             cache.clear();
