@@ -17,6 +17,7 @@ mod queued;
 mod redirect;
 mod render;
 mod shaping;
+pub(crate) mod sigv4;
 mod smtp;
 mod unknown;
 mod unsubscribe;
