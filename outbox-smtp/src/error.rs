@@ -152,13 +152,73 @@ pub enum SendError {
         /// What the OS said.
         reason: String,
     },
+    /// A provider's HTTP API (feature `providers`) refused the email, failed, or could not
+    /// be reached; classified by the provider's answer.
+    Api(ApiError),
 }
+
+/// What a provider's HTTP API answered (or why it could not be asked), and what that
+/// means for the message: see [`ApiVerdict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The provider (`postmark`).
+    pub provider: &'static str,
+    /// The HTTP status, when an answer came.
+    pub status: Option<u16>,
+    /// The provider's own error code (Postmark's `ErrorCode`), when it gave one.
+    pub code: Option<i64>,
+    /// The provider's message, or what went wrong on the way.
+    pub message: String,
+    /// What happens to the message.
+    pub verdict: ApiVerdict,
+}
+
+/// How a provider's answer is classified for the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApiVerdict {
+    /// Try again on the retry schedule (5xx, a timeout, a broken connection).
+    Retry,
+    /// The provider or the account cannot send now (bad token, sending not allowed, the
+    /// connection refused): the circuit breaker opens.
+    Down,
+    /// Retrying cannot help: the message is a dead letter.
+    Permanent,
+    /// Too many requests: slow down to one per this interval (for ten minutes).
+    SlowDown(Duration),
+    /// The one recipient is known to bounce: suppressed (hard bounce), dead letter.
+    HardBounce,
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.status, self.code) {
+            (Some(status), Some(code)) => write!(
+                f,
+                "{} answered HTTP {status}, ErrorCode {code}: {}",
+                self.provider, self.message
+            ),
+            (Some(status), None) => write!(
+                f,
+                "{} answered HTTP {status}: {}",
+                self.provider, self.message
+            ),
+            (None, _) => write!(f, "{} API: {}", self.provider, self.message),
+        }
+    }
+}
+
+/// How long a provider's "too many requests" slows the site down.
+pub(crate) const API_SLOW_DOWN_FOR: Duration = Duration::from_secs(10 * 60);
 
 impl SendError {
     /// True when retrying cannot help: the message goes to the dead letters.
     pub fn is_permanent(&self) -> bool {
         match self {
             SendError::Invalid(_) | SendError::Unsupported(_) => true,
+            SendError::Api(e) => {
+                matches!(e.verdict, ApiVerdict::Permanent | ApiVerdict::HardBounce)
+            }
             SendError::Refused { stage, code, .. } => {
                 *code >= 500 && stage.in_transaction() && !is_session_reply(*stage, *code)
             }
@@ -180,6 +240,7 @@ impl SendError {
     pub fn is_downstream_down(&self) -> bool {
         match self {
             SendError::Connection { .. } => true,
+            SendError::Api(e) => e.verdict == ApiVerdict::Down,
             SendError::Timeout { stage, .. } => !stage.in_transaction(),
             SendError::Refused { stage, code, .. } => *code == 421 || !stage.in_transaction(),
             SendError::Invalid(_)
@@ -193,7 +254,21 @@ impl SendError {
     /// The outbox's verdict: [`HandlerError::permanent`], [`HandlerError::down`] (the
     /// server is down: see [`SendError::is_downstream_down`]) or [`HandlerError::retry`],
     /// carrying this error (and so the server's reply text).
+    /// A provider's answer ([`SendError::Api`]) gives its [`ApiVerdict`]:
+    /// [`HandlerError::slow_down`] for too many requests, [`HandlerError::suppress`] (hard
+    /// bounce) for a recipient the provider will not send to.
     pub fn into_handler_error(self) -> HandlerError {
+        if let SendError::Api(e) = &self {
+            match e.verdict {
+                ApiVerdict::SlowDown(one_per) => {
+                    return HandlerError::slow_down(one_per, API_SLOW_DOWN_FOR, self)
+                }
+                ApiVerdict::HardBounce => {
+                    return HandlerError::suppress(outbox_core::SuppressionReason::HardBounce, self)
+                }
+                _ => {}
+            }
+        }
         if self.is_permanent() {
             HandlerError::permanent(self)
         } else if self.is_downstream_down() {
@@ -222,12 +297,22 @@ impl SendError {
 
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = if self.is_permanent() {
-            "not retried; fix the cause, then requeue it from the dead letters"
-        } else if self.is_downstream_down() {
-            "it will be sent once the server answers again"
-        } else {
-            "it will be retried"
+        let verdict: std::borrow::Cow<'static, str> = match self {
+            SendError::Api(ApiError {
+                verdict: ApiVerdict::SlowDown(one_per),
+                ..
+            }) => format!("sending slows down to one per {one_per:?}; it waits its turn").into(),
+            SendError::Api(ApiError {
+                verdict: ApiVerdict::HardBounce,
+                ..
+            }) => "the address is suppressed (hard bounce) and the message is not retried".into(),
+            _ if self.is_permanent() => {
+                "not retried; fix the cause, then requeue it from the dead letters".into()
+            }
+            _ if self.is_downstream_down() => {
+                "it will be sent once the server answers again".into()
+            }
+            _ => "it will be retried".into(),
         };
         match self {
             SendError::Invalid(e) => write!(f, "the email is invalid: {e}; {verdict}"),
@@ -259,6 +344,7 @@ impl fmt::Display for SendError {
             SendError::File { path, reason } => {
                 write!(f, "cannot write {}: {reason}; {verdict}", path.display())
             }
+            SendError::Api(e) => write!(f, "{e}; {verdict}"),
         }
     }
 }

@@ -13,6 +13,8 @@ pub mod events;
 mod mailer;
 #[cfg(feature = "mx")]
 mod mx;
+#[cfg(feature = "providers")]
+mod providers;
 mod queued;
 mod redirect;
 mod render;
@@ -25,10 +27,12 @@ mod view;
 
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
+#[cfg(feature = "providers")]
+pub use config::{PostmarkConfig, POSTMARK_API_HOST};
 #[cfg(feature = "dkim")]
 pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};
-pub use error::{ConfigError, RefusedRecipient, SendError, Stage};
+pub use error::{ApiError, ApiVerdict, ConfigError, RefusedRecipient, SendError, Stage};
 pub use mailer::{Delivery, Mailer, LIST_WITHOUT_UNSUBSCRIBE_WAIT};
 #[cfg(feature = "mx")]
 pub use mx::{DnsMx, MX_LOOKUP_TIMEOUT};

@@ -76,6 +76,8 @@ enum Sender {
     File(PathBuf),
     Log,
     Capture(Captured),
+    #[cfg(feature = "providers")]
+    Postmark(Box<crate::providers::postmark::PostmarkSender>),
 }
 
 /// What a successful send did.
@@ -92,6 +94,9 @@ pub struct Delivery {
     pub redirected: bool,
     /// The `.eml` file written by the file transport.
     pub file: Option<PathBuf>,
+    /// The provider's id of the sent email (Postmark's `MessageID`), for a provider's
+    /// API (feature `providers`).
+    pub provider_id: Option<String>,
 }
 
 impl Mailer {
@@ -114,6 +119,10 @@ impl Mailer {
             Transport::File(dir) => Sender::File(dir.clone()),
             Transport::Log => Sender::Log,
             Transport::Capture => Sender::Capture(Captured::default()),
+            #[cfg(feature = "providers")]
+            Transport::Postmark(postmark) => Sender::Postmark(Box::new(
+                crate::providers::postmark::PostmarkSender::new(postmark)?,
+            )),
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -190,7 +199,7 @@ impl Mailer {
     }
 
     /// The downstream this mailer sends to, as a circuit breaker's name:
-    /// `smtp:host:port` for SMTP, `None` for the file and log transports (they are never
+    /// `smtp:host:port` for SMTP, `postmark:host:port` for Postmark, `None` for the file and log transports (they are never
     /// down). Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of
     /// your own whose handler sends through [`Mailer::send`], so that it shares the
     /// breaker of the mailer's [`Email`] type.
@@ -199,6 +208,12 @@ impl Mailer {
             Transport::Smtp(smtp) => {
                 Some(format!("smtp:{}:{}", smtp.host(), smtp.effective_port()))
             }
+            #[cfg(feature = "providers")]
+            Transport::Postmark(postmark) => Some(format!(
+                "postmark:{}:{}",
+                postmark.api_host(),
+                postmark.effective_port()
+            )),
             Transport::File(_) | Transport::Log | Transport::Capture => None,
         }
     }
@@ -285,6 +300,23 @@ impl Mailer {
             keep_bcc,
             unsubscribe: config.unsubscribe.as_ref(),
         };
+        #[cfg(feature = "providers")]
+        if let Sender::Postmark(postmark) = &self.inner.sender {
+            let api = render::prepare_api(email, id, type_tag, &options)?;
+            let provider_id = postmark.send(email, &api).await?;
+            tracing::debug!(
+                message.id = %id, message_id = %api.message_id,
+                postmark.message_id = %provider_id, "Postmark took the email"
+            );
+            return Ok(Delivery {
+                accepted: api.recipients().map(|m| m.address.clone()).collect(),
+                message_id: api.message_id,
+                refused: Vec::new(),
+                redirected: api.redirected,
+                file: None,
+                provider_id: Some(provider_id),
+            });
+        }
         let rendered = render::render(email, id, type_tag, &options)?;
         self.hand_over(rendered, id, &email.subject).await
     }
@@ -316,6 +348,14 @@ impl Mailer {
                 captured.push(id.as_str(), &rendered);
                 (all(), Vec::new(), None)
             }
+            #[cfg(feature = "providers")]
+            Sender::Postmark(_) => {
+                return Err(SendError::Unsupported(
+                    "a raw email (lettre message) cannot be sent through Postmark's Email API \
+                     yet: send it through SMTP (Postmark's SMTP server works too)"
+                        .to_owned(),
+                ))
+            }
         };
         Ok(Delivery {
             message_id: rendered.message_id,
@@ -323,6 +363,7 @@ impl Mailer {
             refused,
             redirected: rendered.redirected,
             file,
+            provider_id: None,
         })
     }
 

@@ -10,7 +10,10 @@ use lettre::message::{
 };
 use outbox_core::{InvalidMessage, MessageId, OutboxMessage};
 
-use crate::{queued::RawEmail, Email, Mailbox, TestRedirect, Unsubscribe, UnsubscribeToken};
+use crate::{
+    queued::RawEmail, redirect::Redirected, Email, Mailbox, TestRedirect, Unsubscribe,
+    UnsubscribeToken,
+};
 
 /// Domain of Message-IDs when neither the configuration nor the sender gives a usable one.
 const FALLBACK_DOMAIN: &str = "outbox.localhost";
@@ -210,33 +213,8 @@ pub(crate) fn render(
     if options.keep_bcc {
         builder = builder.keep_bcc();
     }
-    for h in &email.headers {
-        builder = builder.raw_header(header(
-            &format!("headers[{:?}]", h.name),
-            &h.name,
-            &h.value,
-        )?);
-    }
-    if let (Some(list), Some(unsubscribe)) = (&email.list, options.unsubscribe) {
-        // The token names the recipient the list mail is for (before any test redirect).
-        let recipient = email.recipients().next().map(|m| m.address.as_str());
-        let token = UnsubscribeToken::new(id.as_str(), list, recipient.unwrap_or_default());
-        let (list_unsubscribe, post) = unsubscribe.headers(&token);
-        builder = builder
-            .raw_header(header("list", "List-Unsubscribe", &list_unsubscribe)?)
-            .raw_header(header("list", "List-Unsubscribe-Post", &post)?);
-    }
-    if let (Some(list), Some(domain)) = (&email.list, email.from.domain()) {
-        // RFC 2919: `<list.domain>`, a dot-atom (a list name's ':' becomes '.').
-        let id = format!(
-            "<{}.{}>",
-            list.replace(':', "."),
-            domain.to_ascii_lowercase()
-        );
-        builder = builder.raw_header(header("list", "List-Id", &id)?);
-    }
-    for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {
-        builder = builder.raw_header(header(name, name, value)?);
+    for (field, name, value) in extra_headers(email, id, options, redirected.as_ref()) {
+        builder = builder.raw_header(header(&field, &name, &value)?);
     }
     let message = match body(email)? {
         Content::Single(part) => builder.singlepart(part),
@@ -254,6 +232,115 @@ pub(crate) fn render(
         bytes: message.formatted(),
         redirected: redirected.is_some(),
         from_domain: email.from.domain().map(str::to_ascii_lowercase),
+    })
+}
+
+/// The headers an email carries besides the addresses, subject, Message-ID and MIME
+/// ones, in order, as `(field, name, value)` (`field` names the email's field at fault):
+/// its own headers, the list's one-click unsubscribe and `List-Id`, and the test-mode
+/// redirect's record of the original recipients. The SMTP path and the providers' APIs
+/// send the same ones.
+fn extra_headers(
+    email: &Email,
+    id: &MessageId,
+    options: &RenderOptions<'_>,
+    redirected: Option<&Redirected>,
+) -> Vec<(String, String, String)> {
+    let mut headers: Vec<(String, String, String)> = email
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                format!("headers[{:?}]", h.name),
+                h.name.clone(),
+                h.value.clone(),
+            )
+        })
+        .collect();
+    let list_header = |name: &str, value: String| ("list".to_owned(), name.to_owned(), value);
+    if let (Some(list), Some(unsubscribe)) = (&email.list, options.unsubscribe) {
+        // The token names the recipient the list mail is for (before any test redirect).
+        let recipient = email.recipients().next().map(|m| m.address.as_str());
+        let token = UnsubscribeToken::new(id.as_str(), list, recipient.unwrap_or_default());
+        let (list_unsubscribe, post) = unsubscribe.headers(&token);
+        headers.push(list_header("List-Unsubscribe", list_unsubscribe));
+        headers.push(list_header("List-Unsubscribe-Post", post));
+    }
+    if let (Some(list), Some(domain)) = (&email.list, email.from.domain()) {
+        // RFC 2919: `<list.domain>`, a dot-atom (a list name's ':' becomes '.').
+        let id = format!(
+            "<{}.{}>",
+            list.replace(':', "."),
+            domain.to_ascii_lowercase()
+        );
+        headers.push(list_header("List-Id", id));
+    }
+    for (name, value) in redirected.iter().flat_map(|r| &r.original_headers) {
+        headers.push((name.to_string(), name.to_string(), value.clone()));
+    }
+    headers
+}
+
+/// An email prepared for a provider's HTTP API: the recipients after the test-mode
+/// redirect, and every header the SMTP path would add (the `Message-ID` first).
+#[cfg(feature = "providers")]
+pub(crate) struct ApiEmail {
+    pub(crate) message_id: String,
+    pub(crate) to: Vec<Mailbox>,
+    pub(crate) cc: Vec<Mailbox>,
+    pub(crate) bcc: Vec<Mailbox>,
+    /// `(name, value)`, `Message-ID` first.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) redirected: bool,
+}
+
+#[cfg(feature = "providers")]
+impl ApiEmail {
+    /// Every envelope recipient.
+    pub(crate) fn recipients(&self) -> impl Iterator<Item = &Mailbox> {
+        self.to.iter().chain(&self.cc).chain(&self.bcc)
+    }
+}
+
+/// Prepares `email`, sent as outbox message `id` of type `type_tag`, for a provider's API:
+/// checked as for SMTP, redirected, with the same headers.
+#[cfg(feature = "providers")]
+pub(crate) fn prepare_api(
+    email: &Email,
+    id: &MessageId,
+    type_tag: &str,
+    options: &RenderOptions<'_>,
+) -> Result<ApiEmail, InvalidMessage> {
+    email.validate()?;
+    let redirected = options
+        .redirect
+        .filter(|r| r.applies(email, type_tag))
+        .map(|r| r.apply(email));
+    let was_redirected = redirected.is_some();
+    let message_id = message_id(id, email, options.message_id_domain);
+    let mut headers = vec![("Message-ID".to_owned(), message_id.clone())];
+    for (field, name, value) in extra_headers(email, id, options, redirected.as_ref()) {
+        // The same check the SMTP path makes (a header name lettre would refuse).
+        header(&field, &name, &value)?;
+        headers.push((name, value));
+    }
+    let (to, cc, bcc) = match redirected {
+        Some(r) => (r.to, r.cc, r.bcc),
+        None => (email.to.clone(), email.cc.clone(), email.bcc.clone()),
+    };
+    for (field, list) in [("to", &to), ("cc", &cc), ("bcc", &bcc)] {
+        for m in list {
+            m.to_lettre()
+                .map_err(|why| InvalidMessage::new(field, why))?;
+        }
+    }
+    Ok(ApiEmail {
+        message_id,
+        to,
+        cc,
+        bcc,
+        headers,
+        redirected: was_redirected,
     })
 }
 

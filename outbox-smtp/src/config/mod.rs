@@ -5,11 +5,15 @@
 //! is built, with a [`ConfigError`](crate::ConfigError) that names the setting and never
 //! contains the password. Nothing here touches the network.
 
+#[cfg(feature = "providers")]
+mod postmark;
 mod smtp;
 mod url;
 
 use std::{fmt, path::PathBuf};
 
+#[cfg(feature = "providers")]
+pub use postmark::{PostmarkConfig, POSTMARK_API_HOST};
 pub use smtp::{Credentials, Security, SmtpConfig};
 
 use crate::{ConfigError, TestRedirect};
@@ -27,6 +31,9 @@ pub enum Transport {
     /// Memory: each message is kept, rendered, for a test to read back
     /// ([`Mailer::sent`](crate::Mailer::sent)).
     Capture,
+    /// Postmark's Email API over HTTPS (feature `providers`).
+    #[cfg(feature = "providers")]
+    Postmark(PostmarkConfig),
 }
 
 /// Everything a [`Mailer`](crate::Mailer) needs: the transport, the Message-ID domain
@@ -52,7 +59,15 @@ impl MailerConfig {
     ///   (`?tls=required` insists on it, `?tls=none` never upgrades);
     /// * `smtps://user:password@host:465` — TLS from the first byte;
     /// * `file:///var/mail/outbox` or `file://relative/dir` — `.eml` files;
-    /// * `log://` — log lines.
+    /// * `log://` — log lines;
+    /// * `postmark://SERVER_TOKEN@api.postmarkapp.com?stream=outbound` — Postmark's Email
+    ///   API over HTTPS (feature `providers`); the host may be left out
+    ///   (`postmark://SERVER_TOKEN@`... defaults to `api.postmarkapp.com`), `stream` is the
+    ///   `MessageStream` (default: the server's own), `connect_timeout=10s` and
+    ///   `timeout=30s` (the whole request) as for SMTP. `?tls=none` speaks plain HTTP and
+    ///   is accepted only for a loopback host (a test server:
+    ///   `postmark://TOKEN@127.0.0.1:8025?tls=none`). The token is percent-decoded and
+    ///   never shown by `Display` or `Debug`.
     ///
     /// Query parameters (SMTP): `pool=4`, `helo=mail.example.com`, `connect_timeout=10s`,
     /// `timeout=60s` (each command), `idle_timeout=60s`, `ca_file=/path/ca.pem` (an extra
@@ -71,6 +86,12 @@ impl MailerConfig {
     /// Writes each message into `dir` as `<message id>.eml` (created if missing).
     pub fn file(dir: impl Into<PathBuf>) -> Self {
         Self::with_transport(Transport::File(dir.into()))
+    }
+
+    /// Sends through Postmark's Email API (feature `providers`).
+    #[cfg(feature = "providers")]
+    pub fn postmark(config: PostmarkConfig) -> Self {
+        Self::with_transport(Transport::Postmark(config))
     }
 
     /// Logs each message instead of sending it.
@@ -175,6 +196,8 @@ impl MailerConfig {
         }
         match &self.transport {
             Transport::Smtp(smtp) => smtp.check(),
+            #[cfg(feature = "providers")]
+            Transport::Postmark(postmark) => postmark.check(),
             Transport::File(dir) if dir.as_os_str().is_empty() => Err(ConfigError::new(
                 "file",
                 "the directory is empty; write file:///absolute/dir or file://relative/dir",
@@ -190,6 +213,11 @@ impl fmt::Display for MailerConfig {
         match &self.transport {
             Transport::Smtp(smtp) => {
                 fmt::Display::fmt(smtp, f)?;
+                sep = '&';
+            }
+            #[cfg(feature = "providers")]
+            Transport::Postmark(postmark) => {
+                fmt::Display::fmt(postmark, f)?;
                 sep = '&';
             }
             Transport::File(dir) => write!(f, "file://{}", dir.display())?,

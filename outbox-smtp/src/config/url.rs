@@ -8,6 +8,10 @@ use crate::{ConfigError, TestRedirect};
 
 /// Query parameters every transport accepts.
 const COMMON: &str = "message_id_domain, test_redirect, test_redirect_domain, test_redirect_only";
+/// Query parameters only Postmark accepts.
+#[cfg(feature = "providers")]
+const POSTMARK_ONLY: &str =
+    "stream, tls (none, for a loopback test server), connect_timeout, timeout";
 /// Query parameters only SMTP accepts.
 const SMTP_ONLY: &str = "tls, pool, helo, connect_timeout, timeout, idle_timeout, ca_file";
 
@@ -29,6 +33,7 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
         .collect();
     let config = match scheme.to_ascii_lowercase().as_str() {
         "smtp" | "smtps" => smtp(text, scheme == "smtps")?,
+        "postmark" => postmark(text)?,
         "file" => {
             if before_query.is_empty() {
                 return Err(ConfigError::new(
@@ -59,7 +64,9 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
         other => {
             return Err(ConfigError::new(
                 "url",
-                format!("unknown scheme {other:?}; use smtp, smtps, file, log or capture"),
+                format!(
+                    "unknown scheme {other:?}; use smtp, smtps, postmark, file, log or capture"
+                ),
             ))
         }
     };
@@ -96,6 +103,87 @@ fn smtp(text: &str, implicit: bool) -> Result<MailerConfig, ConfigError> {
     Ok(MailerConfig::smtp(smtp))
 }
 
+/// The Postmark part: the server token and the API host. Query parameters come later.
+#[cfg(feature = "providers")]
+fn postmark(text: &str) -> Result<MailerConfig, ConfigError> {
+    // `postmark://TOKEN@` (no host) means Postmark's own API host.
+    let text = match text.split_once('?') {
+        Some((head, query)) if head.ends_with('@') => {
+            format!("{head}{}?{query}", super::POSTMARK_API_HOST)
+        }
+        None if text.ends_with('@') => format!("{text}{}", super::POSTMARK_API_HOST),
+        _ => text.to_owned(),
+    };
+    let url = ::url::Url::parse(&text)
+        .map_err(|e| ConfigError::new("url", format!("not a valid Postmark URL: {e}")))?;
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .unwrap_or(super::POSTMARK_API_HOST);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !url.path().is_empty() && url.path() != "/" {
+        return Err(ConfigError::new(
+            "url",
+            "a Postmark URL has no path; put settings in the query (?stream=outbound)",
+        ));
+    }
+    if url.password().is_some() {
+        return Err(ConfigError::new(
+            "token",
+            "write the server token as the user part alone: postmark://SERVER_TOKEN@host",
+        ));
+    }
+    let token = decode(url.username(), "token")?;
+    if token.is_empty() {
+        return Err(ConfigError::new(
+            "token",
+            "the URL has no server token: postmark://SERVER_TOKEN@api.postmarkapp.com",
+        ));
+    }
+    let config = super::PostmarkConfig::new(token).host(host, url.port());
+    Ok(MailerConfig::postmark(config))
+}
+
+#[cfg(not(feature = "providers"))]
+fn postmark(_: &str) -> Result<MailerConfig, ConfigError> {
+    Err(ConfigError::new(
+        "url",
+        "postmark:// needs the cargo feature `providers` (of outbox or outbox-smtp)",
+    ))
+}
+
+#[cfg(feature = "providers")]
+fn postmark_param(
+    postmark: &mut super::PostmarkConfig,
+    key: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    match key {
+        "stream" if !value.is_empty() => postmark.stream = Some(value.to_owned()),
+        "tls" => {
+            postmark.tls = match value {
+                "none" => false,
+                "required" | "https" => true,
+                _ => {
+                    return Err(ConfigError::new(
+                        "tls",
+                        format!("{value:?} is not one of required, none"),
+                    ))
+                }
+            }
+        }
+        "connect_timeout" => postmark.connect_timeout = duration(key, value)?,
+        "timeout" => postmark.timeout = duration(key, value)?,
+        _ => {
+            return Err(ConfigError::new(
+                key,
+                format!("unknown parameter; accepted: {POSTMARK_ONLY}, {COMMON}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
 fn decode(part: &str, what: &str) -> Result<String, ConfigError> {
     percent_encoding::percent_decode_str(part)
         .decode_utf8()
@@ -125,6 +213,8 @@ fn apply_params(
                 )
             }
             (_, Transport::Smtp(smtp)) => smtp_param(smtp, key, value)?,
+            #[cfg(feature = "providers")]
+            (_, Transport::Postmark(postmark)) => postmark_param(postmark, key, value)?,
             _ => {
                 return Err(ConfigError::new(
                     key,
@@ -272,6 +362,69 @@ mod tests {
             ("log://?pool=1", "pool"),
             ("smtp://h?timeout=5x", "timeout"),
             ("smtps://h?tls=none", "tls"),
+        ] {
+            assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
+        }
+    }
+
+    #[cfg(feature = "providers")]
+    #[test]
+    fn postmark_urls() {
+        let postmark_of = |url: &str| match parse(url).unwrap().transport {
+            Transport::Postmark(p) => p,
+            other => panic!("not postmark: {other:?}"),
+        };
+        let p = postmark_of("postmark://tok%2Fen@api.postmarkapp.com?stream=outbound");
+        assert_eq!(p.token, "tok/en");
+        assert_eq!(
+            (p.api_host(), p.effective_port(), p.is_tls()),
+            ("api.postmarkapp.com", 443, true)
+        );
+        assert_eq!(p.message_stream(), Some("outbound"));
+        let p = postmark_of("postmark://secret-token@?stream=broadcast");
+        assert_eq!(p.api_host(), "api.postmarkapp.com");
+        let p = postmark_of("postmark://secret-token@127.0.0.1:8025?tls=none&timeout=5s");
+        assert_eq!(
+            (p.api_host(), p.effective_port(), p.is_tls()),
+            ("127.0.0.1", 8025, false)
+        );
+        assert_eq!(p.timeout, Duration::from_secs(5));
+        assert!(parse("postmark://t@[::1]:9?tls=none")
+            .unwrap()
+            .check()
+            .is_ok());
+        assert!(parse("postmark://t@localhost:9?tls=none")
+            .unwrap()
+            .check()
+            .is_ok());
+
+        let config =
+            parse("postmark://secret-token@127.0.0.1:8025?tls=none&stream=outbound").unwrap();
+        let shown = format!("{config} {config:?}");
+        assert!(!shown.contains("secret-token"), "{shown}");
+        assert!(
+            shown.starts_with("postmark://***@127.0.0.1:8025?tls=none&stream=outbound&"),
+            "{shown}"
+        );
+        // What Display shows reads back as the same settings (but the token).
+        let again = parse(&config.to_string().replace("***", "secret-token")).unwrap();
+        assert_eq!(format!("{again:?}"), format!("{config:?}"));
+
+        // Plain HTTP to anything but loopback is refused, naming the host.
+        let remote = parse("postmark://t@api.postmarkapp.com?tls=none").unwrap();
+        let e = remote.check().unwrap_err();
+        assert_eq!(e.setting, "tls");
+        assert!(e.reason.contains("api.postmarkapp.com"), "{e}");
+        assert!(parse("postmark://t@10.0.0.1:80?tls=none")
+            .unwrap()
+            .check()
+            .is_err());
+        for (url, setting) in [
+            ("postmark://api.postmarkapp.com", "token"),
+            ("postmark://a:b@api.postmarkapp.com", "token"),
+            ("postmark://t@h?pool=1", "pool"),
+            ("postmark://t@h?tls=maybe", "tls"),
+            ("postmark://t@h/email", "url"),
         ] {
             assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
         }

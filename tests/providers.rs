@@ -1,0 +1,407 @@
+//! The Postmark transport (feature `providers`) end to end: emails enqueued on a real
+//! SQLite file, sent by the mailer's handler to a loopback stand-in for Postmark's Email
+//! API, and each class of answer applied by the outbox.
+//!
+//! The stand-in follows postmarkapp.com's developer docs, "Email API" (send a single
+//! email): `POST /email` with `Accept: application/json`, `Content-Type:
+//! application/json` and the `X-Postmark-Server-Token` header; the request fields `From`,
+//! `To`, `Cc`, `Bcc`, `ReplyTo`, `Subject`, `Tag`, `HtmlBody`, `TextBody`, `Headers`
+//! [{Name, Value}], `Attachments` [{Name, Content (base64), ContentType}],
+//! `MessageStream`; a success answers 200 `{"To", "SubmittedAt", "MessageID",
+//! "ErrorCode": 0, "Message": "OK"}`, an error `{"ErrorCode": n, "Message": "..."}`
+//! ("API error codes": 10 bad token with HTTP 401, 300 invalid request, 406 inactive
+//! recipient with HTTP 422; 429 rate limited; 500 internal error).
+
+mod common;
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    routing::post,
+    Router,
+};
+use common::{eventually, TestDb};
+use outbox::{
+    prelude::*,
+    smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys},
+    DeadLetterFilter, RetrySchedule, SuppressionFilter, SuppressionReason,
+};
+use serde_json::Value;
+
+const TOKEN: &str = "server-token-0f3c";
+
+/// One request the stand-in received: its headers and JSON body.
+#[derive(Clone, Debug)]
+struct Received {
+    headers: HeaderMap,
+    json: Value,
+}
+
+/// What the stand-in answers every request with.
+#[derive(Clone)]
+struct Answer {
+    status: u16,
+    body: &'static str,
+    retry_after: Option<&'static str>,
+}
+
+#[derive(Clone)]
+struct Stand {
+    answer: Answer,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+async fn email_endpoint(
+    State(stand): State<Stand>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, HeaderMap, String) {
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    stand
+        .received
+        .lock()
+        .unwrap()
+        .push(Received { headers, json });
+    let mut out = HeaderMap::new();
+    out.insert("content-type", "application/json".parse().unwrap());
+    if let Some(after) = stand.answer.retry_after {
+        out.insert("retry-after", after.parse().unwrap());
+    }
+    (
+        StatusCode::from_u16(stand.answer.status).unwrap(),
+        out,
+        stand.answer.body.to_owned(),
+    )
+}
+
+/// A stand-in for Postmark on 127.0.0.1; its port and what it received.
+async fn postmark(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let app = Router::new()
+        .route("/email", post(email_endpoint))
+        .with_state(Stand {
+            answer,
+            received: received.clone(),
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (port, received)
+}
+
+const OK: Answer = Answer {
+    status: 200,
+    body: r#"{"To":"ann@example.org","SubmittedAt":"2024-05-01T10:00:00.0000000-04:00","MessageID":"0a129aee-e1cd-480d-b08d-4f48548ff48d","ErrorCode":0,"Message":"OK"}"#,
+    retry_after: None,
+};
+
+fn url(port: u16) -> String {
+    format!("postmark://{TOKEN}@127.0.0.1:{port}?tls=none&stream=outbound")
+}
+
+async fn enqueue(db: &TestDb, email: Email) -> String {
+    let mut tx = db.pool.begin().await.unwrap();
+    let id = email.enqueue(&mut *tx).await.unwrap().id().to_string();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// Retries an hour later, so a retried message is attempted once in a test.
+fn outbox_for(db: &TestDb, mailer: &Mailer) -> Outbox<SqliteBackend> {
+    Outbox::new(db.backend())
+        .retention(outbox::Retention::keep_for(Duration::from_secs(3600)))
+        .register_with::<Email, _>(
+            mailer.handler(),
+            QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_secs(3600)])),
+        )
+}
+
+/// Runs the outbox until `done` holds (at most 20 s).
+async fn run_until<F, Fut>(outbox: &Outbox<SqliteBackend>, what: &str, done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    outbox
+        .run_until(async {
+            assert!(eventually(Duration::from_secs(20), done).await, "{what}");
+        })
+        .await
+        .unwrap();
+}
+
+fn to_one(to: &str) -> Email {
+    Email::builder()
+        .from("Shop <shop@example.com>")
+        .to(to)
+        .subject("Your order")
+        .text("Thanks")
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueued_email_reaches_postmark_field_by_field() {
+    let db = TestDb::new().await;
+    let (port, received) = postmark(OK).await;
+    let keys = UnsubscribeKeys::new("2026-11", [7u8; 32]).unwrap();
+    let config = MailerConfig::from_url(&url(port))
+        .unwrap()
+        .unsubscribe(Unsubscribe::new("https://news.example.com/u/", keys).unwrap());
+    let mailer = Mailer::new(config).unwrap();
+    assert!(!format!("{mailer:?}").contains(TOKEN));
+    assert_eq!(
+        mailer.downstream().as_deref(),
+        Some(&*format!("postmark:127.0.0.1:{port}"))
+    );
+    let email = Email::builder()
+        .from("Shop <shop@example.com>")
+        .to("Ann <ann@example.org>")
+        .cc("cc@example.org")
+        .bcc("bcc@example.org")
+        .reply_to("help@example.com")
+        .subject("Your receipt")
+        .text("Plain text")
+        .html("<p>HTML</p>")
+        .header("X-Campaign", "november")
+        .tag("receipt")
+        .tag("second-tag")
+        .attach("note.txt", "text/plain", b"hello".to_vec())
+        .build()
+        .unwrap();
+    let id = enqueue(&db, email).await;
+    // A list email (to one recipient) carries the one-click unsubscribe headers.
+    let news = Email::builder()
+        .from("News <news@example.com>")
+        .to("bob@example.org")
+        .subject("November news")
+        .html("<p>News</p>")
+        .list("november")
+        .build()
+        .unwrap();
+    let news_id = enqueue(&db, news).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "delivered", || async {
+        db.status(&id).await.as_deref() == Some("done")
+            && db.status(&news_id).await.as_deref() == Some("done")
+    })
+    .await;
+
+    let mut received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 2, "{received:?}");
+    received.sort_by_key(|r| r.json["Subject"] == "November news");
+    let Received { headers, json } = &received[0];
+    assert_eq!(headers["x-postmark-server-token"], TOKEN);
+    assert_eq!(headers["accept"], "application/json");
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(json["From"], "Shop <shop@example.com>");
+    assert_eq!(json["To"], "Ann <ann@example.org>");
+    assert_eq!(json["Cc"], "cc@example.org");
+    assert_eq!(json["Bcc"], "bcc@example.org");
+    assert_eq!(json["ReplyTo"], "help@example.com");
+    assert_eq!(json["Subject"], "Your receipt");
+    assert_eq!(json["TextBody"], "Plain text");
+    assert_eq!(json["HtmlBody"], "<p>HTML</p>");
+    assert_eq!(json["Tag"], "receipt");
+    assert_eq!(json["MessageStream"], "outbound");
+    let attachments = json["Attachments"].as_array().unwrap();
+    assert_eq!(attachments.len(), 1);
+    assert_eq!(attachments[0]["Name"], "note.txt");
+    assert_eq!(attachments[0]["Content"], "aGVsbG8="); // base64 of "hello"
+    assert_eq!(attachments[0]["ContentType"], "text/plain");
+    let header = |json: &Value, name: &str| -> Option<String> {
+        json["Headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["Name"].as_str().unwrap().eq_ignore_ascii_case(name))
+            .map(|h| h["Value"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        header(json, "Message-ID"),
+        Some(format!("<{id}@example.com>"))
+    );
+    assert_eq!(header(json, "X-Campaign").as_deref(), Some("november"));
+    assert_eq!(header(json, "List-Unsubscribe"), None, "not a list email");
+
+    let news = &received[1].json;
+    assert_eq!(news["To"], "bob@example.org");
+    assert_eq!(news["HtmlBody"], "<p>News</p>");
+    assert!(news.get("TextBody").is_none() && news.get("Cc").is_none());
+    assert_eq!(
+        header(news, "Message-ID"),
+        Some(format!("<{news_id}@example.com>"))
+    );
+    let unsubscribe = header(news, "List-Unsubscribe").expect("List-Unsubscribe");
+    assert!(
+        unsubscribe.starts_with("<https://news.example.com/u/"),
+        "{unsubscribe}"
+    );
+    assert_eq!(
+        header(news, "List-Unsubscribe-Post").as_deref(),
+        Some("List-Unsubscribe=One-Click")
+    );
+    assert_eq!(
+        header(news, "List-Id").as_deref(),
+        Some("<november.example.com>")
+    );
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in &keys {
+        assert!(
+            [
+                "From",
+                "To",
+                "Cc",
+                "Bcc",
+                "ReplyTo",
+                "Subject",
+                "TextBody",
+                "HtmlBody",
+                "Headers",
+                "Tag",
+                "MessageStream",
+                "Attachments"
+            ]
+            .contains(key),
+            "a field Postmark does not define: {key}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inactive_recipient_is_suppressed_and_the_email_is_a_dead_letter() {
+    let db = TestDb::new().await;
+    let (port, received) = postmark(Answer {
+        status: 422,
+        body: r#"{"ErrorCode":406,"Message":"You tried to send to recipient(s) that have been marked as inactive."}"#,
+        retry_after: None,
+    })
+    .await;
+    let mailer = Mailer::from_url(&url(port)).unwrap();
+    let id = enqueue(&db, to_one("gone@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    let admin = outbox.admin();
+    run_until(&outbox, "dead letter", || async {
+        db.status(&id).await.is_none()
+    })
+    .await;
+    assert_eq!(received.lock().unwrap().len(), 1);
+    let dead = admin
+        .dead_letters()
+        .list(&DeadLetterFilter::type_tag("outbox.email"), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let listed = admin
+        .suppressions()
+        .list(&SuppressionFilter::default(), 10, 0)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].address, "gone@example.org");
+    assert_eq!(listed[0].reason, SuppressionReason::HardBounce);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_requests_defers_without_using_an_attempt() {
+    let db = TestDb::new().await;
+    let (port, received) = postmark(Answer {
+        status: 429,
+        body: r#"{"ErrorCode":0,"Message":"Too many requests"}"#,
+        retry_after: Some("120"),
+    })
+    .await;
+    let mailer = Mailer::from_url(&url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    // No `Shaping` configured: the slow-down is a snooze of `Retry-After`.
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "snoozed", || async {
+        !received.lock().unwrap().is_empty()
+            && db.row(&id).await.2.is_some_and(|e| e.contains("429"))
+    })
+    .await;
+    let (status, attempts, error) = db.row(&id).await;
+    assert_eq!((status.as_str(), attempts), ("queued", 0), "{error:?}");
+    let error = error.unwrap();
+    assert!(error.contains("Too many requests"), "{error}");
+    assert_eq!(received.lock().unwrap().len(), 1, "not tried again at once");
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .count(&DeadLetterFilter::all())
+        .await
+        .unwrap();
+    assert_eq!(dead, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_opens_the_breaker() {
+    let db = TestDb::new().await;
+    let (port, _received) = postmark(Answer {
+        status: 401,
+        body: r#"{"ErrorCode":10,"Message":"Bad or missing Server API token."}"#,
+        retry_after: None,
+    })
+    .await;
+    let mailer = Mailer::from_url(&url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    let admin = outbox.admin();
+    let name = format!("postmark:127.0.0.1:{port}");
+    run_until(&outbox, "breaker opened", || async {
+        admin
+            .breakers()
+            .await
+            .unwrap()
+            .iter()
+            .any(|b| b.name == name && b.times_opened >= 1)
+    })
+    .await;
+    let breakers = admin.breakers().await.unwrap();
+    let breaker = breakers.iter().find(|b| b.name == name).unwrap();
+    let reason = breaker.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("401") && reason.contains("ErrorCode 10"),
+        "{breaker:?}"
+    );
+    assert!(!reason.contains(TOKEN));
+    let (status, _, _) = db.row(&id).await;
+    assert_ne!(status, "dead", "an outage never makes a dead letter");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_is_retried() {
+    let db = TestDb::new().await;
+    let (port, received) = postmark(Answer {
+        status: 500,
+        body: r#"{"ErrorCode":0,"Message":"Internal server error"}"#,
+        retry_after: None,
+    })
+    .await;
+    let mailer = Mailer::from_url(&url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "failed attempt", || async {
+        db.row(&id).await.1 == 1
+    })
+    .await;
+    let (status, attempts, error) = db.row(&id).await;
+    assert_eq!((status.as_str(), attempts), ("queued", 1));
+    let error = error.unwrap();
+    assert!(
+        error.contains("HTTP 500") && error.contains("Internal server error"),
+        "{error}"
+    );
+    assert_eq!(received.lock().unwrap().len(), 1);
+}
