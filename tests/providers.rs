@@ -11,6 +11,14 @@
 //! "ErrorCode": 0, "Message": "OK"}`, an error `{"ErrorCode": n, "Message": "..."}`
 //! ("API error codes": 10 bad token with HTTP 401, 300 invalid request, 406 inactive
 //! recipient with HTTP 422; 429 rate limited; 500 internal error).
+//!
+//! The Mailgun transport likewise, against a stand-in that follows Mailgun's API docs,
+//! "Sending > messages.mime" (send a message in MIME format): `POST
+//! /v3/{domain_name}/messages.mime`, `multipart/form-data` with the fields `to` (the
+//! recipients, comma-separated) and `message` (the MIME message, as a file), HTTP basic
+//! auth `api:API_KEY`; a success answers 200 `{"id": "<...>", "message": "Queued. Thank
+//! you."}`, an error `{"message": "..."}` (400 bad request, 401 unauthorized, 429 too
+//! many requests).
 
 mod common;
 
@@ -404,4 +412,353 @@ async fn a_server_error_is_retried() {
         "{error}"
     );
     assert_eq!(received.lock().unwrap().len(), 1);
+}
+
+// ---- Mailgun ----
+
+const MAILGUN_KEY: &str = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
+const MAILGUN_DOMAIN: &str = "mg.example.com";
+const MAILGUN_ID: &str = "<20240501100000.1.A1B2C3D4E5F6@mg.example.com>";
+
+/// An Ed25519 key made for this test only (`openssl genpkey -algorithm ed25519`).
+const DKIM_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEILW5RxOWbE4voLMrX4yeoZlBKZPFEcPOuXt51NF0Gr5i
+-----END PRIVATE KEY-----
+";
+
+/// One request the Mailgun stand-in received: its headers and form fields (name, value).
+#[derive(Clone, Debug)]
+struct Form {
+    headers: HeaderMap,
+    fields: Vec<(String, Vec<u8>)>,
+}
+
+impl Form {
+    fn field(&self, name: &str) -> &[u8] {
+        let found = self.fields.iter().find(|(n, _)| n == name);
+        &found
+            .unwrap_or_else(|| panic!("no field {name}: {self:?}"))
+            .1
+    }
+
+    fn text(&self, name: &str) -> String {
+        String::from_utf8(self.field(name).to_vec()).unwrap()
+    }
+}
+
+#[derive(Clone)]
+struct MailgunStand {
+    answer: Answer,
+    received: Arc<Mutex<Vec<Form>>>,
+}
+
+/// The fields of `multipart/form-data` `body` (RFC 7578) with `boundary`.
+fn form_fields(boundary: &str, body: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let delimiter = format!("--{boundary}");
+    let delimiter = delimiter.as_bytes();
+    let find =
+        |haystack: &[u8], needle: &[u8]| haystack.windows(needle.len()).position(|w| w == needle);
+    let mut fields = Vec::new();
+    let mut rest = &body[find(body, delimiter).expect("a first boundary") + delimiter.len()..];
+    loop {
+        if rest.starts_with(b"--") {
+            return fields;
+        }
+        rest = rest.strip_prefix(b"\r\n").expect("CRLF after a boundary");
+        let head_end = find(rest, b"\r\n\r\n").expect("a part's header");
+        let head = std::str::from_utf8(&rest[..head_end]).unwrap();
+        let name = head
+            .split("\r\n")
+            .find(|l| {
+                l.to_ascii_lowercase()
+                    .starts_with("content-disposition: form-data")
+            })
+            .and_then(|l| l.split("name=\"").nth(1))
+            .and_then(|n| n.split('"').next())
+            .expect("a field name")
+            .to_owned();
+        let content = &rest[head_end + 4..];
+        let end = find(content, &[b"\r\n", delimiter].concat()).expect("the closing boundary");
+        fields.push((name, content[..end].to_vec()));
+        rest = &content[end + 2 + delimiter.len()..];
+    }
+}
+
+async fn messages_mime(
+    State(stand): State<MailgunStand>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, HeaderMap, String) {
+    let content_type = headers["content-type"].to_str().unwrap().to_owned();
+    let boundary = content_type
+        .strip_prefix("multipart/form-data; boundary=")
+        .unwrap_or_else(|| panic!("not a form: {content_type}"));
+    let fields = form_fields(boundary, &body);
+    stand
+        .received
+        .lock()
+        .unwrap()
+        .push(Form { headers, fields });
+    let mut out = HeaderMap::new();
+    out.insert("content-type", "application/json".parse().unwrap());
+    if let Some(after) = stand.answer.retry_after {
+        out.insert("retry-after", after.parse().unwrap());
+    }
+    (
+        StatusCode::from_u16(stand.answer.status).unwrap(),
+        out,
+        stand.answer.body.to_owned(),
+    )
+}
+
+/// A stand-in for Mailgun on 127.0.0.1 (the domain `mg.example.com`); its port and what
+/// it received.
+async fn mailgun(answer: Answer) -> (u16, Arc<Mutex<Vec<Form>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let app = Router::new()
+        .route(
+            &format!("/v3/{MAILGUN_DOMAIN}/messages.mime"),
+            post(messages_mime),
+        )
+        .with_state(MailgunStand {
+            answer,
+            received: received.clone(),
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (port, received)
+}
+
+fn mailgun_url(port: u16) -> String {
+    format!("mailgun://{MAILGUN_KEY}@{MAILGUN_DOMAIN}?host=127.0.0.1:{port}&tls=none")
+}
+
+const QUEUED: Answer = Answer {
+    status: 200,
+    body: r#"{"id":"<20240501100000.1.A1B2C3D4E5F6@mg.example.com>","message":"Queued. Thank you."}"#,
+    retry_after: None,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueued_email_reaches_mailgun_as_our_signed_mime() {
+    use base64::Engine as _;
+    let db = TestDb::new().await;
+    let (port, received) = mailgun(QUEUED).await;
+    let signer = outbox::smtp::DkimSigner::from_pem("example.com", "s1", DKIM_KEY).unwrap();
+    let config = MailerConfig::from_url(&mailgun_url(port))
+        .unwrap()
+        .dkim(signer);
+    let mailer = Mailer::new(config).unwrap();
+    assert!(!format!("{mailer:?}").contains(MAILGUN_KEY));
+    assert_eq!(
+        mailer.downstream().as_deref(),
+        Some(&*format!("mailgun:127.0.0.1:{port}"))
+    );
+    let email = Email::builder()
+        .from("Shop <shop@example.com>")
+        .to("Ann <ann@example.org>")
+        .to("ben@example.org")
+        .cc("cc@example.org")
+        .bcc("hidden@example.org")
+        .subject("Your receipt")
+        .text("Plain text")
+        .html("<p>HTML</p>")
+        .attach("note.txt", "text/plain", b"hello".to_vec())
+        .build()
+        .unwrap();
+    let id = enqueue(&db, email).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "delivered", || async {
+        db.status(&id).await.as_deref() == Some("done")
+    })
+    .await;
+
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1, "{received:?}");
+    let form = &received[0];
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("api:{MAILGUN_KEY}"));
+    assert_eq!(form.headers["authorization"], format!("Basic {basic}"));
+    let names: Vec<&str> = form.fields.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["to", "message"]);
+    let mut to: Vec<String> = form
+        .text("to")
+        .split(',')
+        .map(|a| a.trim().to_owned())
+        .collect();
+    to.sort();
+    assert_eq!(
+        to,
+        [
+            "ann@example.org",
+            "ben@example.org",
+            "cc@example.org",
+            "hidden@example.org"
+        ],
+        "every envelope recipient, Bcc included"
+    );
+    let raw = form.field("message");
+    assert!(raw.starts_with(b"DKIM-Signature: "), "signed first");
+    let message = mail_parser::MessageParser::default()
+        .parse(raw)
+        .expect("the message parses as MIME");
+    assert_eq!(message.subject(), Some("Your receipt"));
+    assert_eq!(
+        message.message_id(),
+        Some(&*format!("{id}@example.com")),
+        "our Message-ID"
+    );
+    let signature = message
+        .header_raw("DKIM-Signature")
+        .expect("a DKIM signature");
+    assert!(signature.contains("d=example.com"), "{signature}");
+    assert!(
+        message.header_raw("Bcc").is_none(),
+        "Bcc is not in the headers"
+    );
+    assert_eq!(message.body_text(0).as_deref(), Some("Plain text"));
+    assert_eq!(message.attachment_count(), 1);
+
+    // Mailgun's id of the email is kept on the delivery.
+    let delivery = mailer
+        .deliver_now(&to_one("ann@example.org"))
+        .await
+        .unwrap();
+    assert_eq!(delivery.provider_id.as_deref(), Some(MAILGUN_ID));
+    assert_eq!(delivery.accepted, ["ann@example.org"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_mailgun_refuses_is_a_dead_letter_with_its_message() {
+    let db = TestDb::new().await;
+    let (port, received) = mailgun(Answer {
+        status: 400,
+        body: r#"{"message":"to parameter is not a valid address. please check documentation"}"#,
+        retry_after: None,
+    })
+    .await;
+    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    let admin = outbox.admin();
+    run_until(&outbox, "dead letter", || async {
+        db.status(&id).await.is_none()
+    })
+    .await;
+    assert_eq!(received.lock().unwrap().len(), 1);
+    let dead = admin
+        .dead_letters()
+        .list(&DeadLetterFilter::type_tag("outbox.email"), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let error = &dead[0].last_error;
+    assert!(
+        error.contains("mailgun answered HTTP 400: to parameter is not a valid address"),
+        "{error}"
+    );
+    assert!(!error.contains(MAILGUN_KEY));
+    let suppressed = admin
+        .suppressions()
+        .list(&SuppressionFilter::default(), 10, 0)
+        .await
+        .unwrap();
+    assert!(suppressed.is_empty(), "{suppressed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mailgun_too_many_requests_defers_without_using_an_attempt() {
+    let db = TestDb::new().await;
+    let (port, received) = mailgun(Answer {
+        status: 429,
+        body: r#"{"message":"Too many requests"}"#,
+        retry_after: Some("120"),
+    })
+    .await;
+    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "snoozed", || async {
+        !received.lock().unwrap().is_empty()
+            && db.row(&id).await.2.is_some_and(|e| e.contains("429"))
+    })
+    .await;
+    let (status, attempts, error) = db.row(&id).await;
+    assert_eq!((status.as_str(), attempts), ("queued", 0), "{error:?}");
+    let error = error.unwrap();
+    assert!(
+        error.contains("mailgun answered HTTP 429: Too many requests"),
+        "{error}"
+    );
+    assert_eq!(received.lock().unwrap().len(), 1, "not tried again at once");
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .count(&DeadLetterFilter::all())
+        .await
+        .unwrap();
+    assert_eq!(dead, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_mailgun_key_opens_the_breaker() {
+    let db = TestDb::new().await;
+    let (port, _received) = mailgun(Answer {
+        status: 401,
+        body: "Forbidden",
+        retry_after: None,
+    })
+    .await;
+    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
+    let id = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    let admin = outbox.admin();
+    let name = format!("mailgun:127.0.0.1:{port}");
+    run_until(&outbox, "breaker opened", || async {
+        admin
+            .breakers()
+            .await
+            .unwrap()
+            .iter()
+            .any(|b| b.name == name && b.times_opened >= 1)
+    })
+    .await;
+    let breakers = admin.breakers().await.unwrap();
+    let breaker = breakers.iter().find(|b| b.name == name).unwrap();
+    let reason = breaker.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("mailgun answered HTTP 401: Forbidden"),
+        "{breaker:?}"
+    );
+    assert!(!reason.contains(MAILGUN_KEY));
+    let (status, _, _) = db.row(&id).await;
+    assert_ne!(status, "dead", "an outage never makes a dead letter");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_email_goes_to_mailgun_as_it_is() {
+    let (port, received) = mailgun(QUEUED).await;
+    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
+    let data = b"From: shop@example.com\r\nTo: ann@example.org\r\nSubject: Raw\r\n\r\nHello\r\n";
+    let raw = outbox::smtp::RawEmail {
+        from: Some("shop@example.com".into()),
+        to: vec!["ann@example.org".into(), "hidden@example.org".into()],
+        data: data.to_vec(),
+    };
+    let id = outbox::MessageId::from_string("01J0000000000000000000RAW0");
+    let delivery = mailer
+        .deliver_raw(&raw, &id, "outbox.raw_email")
+        .await
+        .unwrap();
+    assert_eq!(delivery.provider_id.as_deref(), Some(MAILGUN_ID));
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1);
+    assert_eq!(
+        received[0].text("to"),
+        "ann@example.org, hidden@example.org"
+    );
+    // The message as it was, with the Message-ID it lacked put in front.
+    let message = received[0].field("message");
+    let front = format!("Message-ID: <{id}@example.com>\r\n");
+    assert_eq!(message, [front.as_bytes(), data].concat());
 }

@@ -161,7 +161,7 @@ pub enum SendError {
 /// means for the message: see [`ApiVerdict`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
-    /// The provider (`postmark`).
+    /// The provider (`postmark`, `mailgun`).
     pub provider: &'static str,
     /// The HTTP status, when an answer came.
     pub status: Option<u16>,

@@ -28,7 +28,9 @@ mod view;
 pub use capture::SentEmail;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 #[cfg(feature = "providers")]
-pub use config::{PostmarkConfig, POSTMARK_API_HOST};
+pub use config::{
+    MailgunConfig, PostmarkConfig, MAILGUN_API_HOST, MAILGUN_EU_API_HOST, POSTMARK_API_HOST,
+};
 #[cfg(feature = "dkim")]
 pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};

@@ -76,8 +76,9 @@ enum Sender {
     File(PathBuf),
     Log,
     Capture(Captured),
+    /// A provider's HTTP API (feature `providers`).
     #[cfg(feature = "providers")]
-    Postmark(Box<crate::providers::postmark::PostmarkSender>),
+    Api(Box<crate::providers::ApiSender>),
 }
 
 /// What a successful send did.
@@ -94,8 +95,8 @@ pub struct Delivery {
     pub redirected: bool,
     /// The `.eml` file written by the file transport.
     pub file: Option<PathBuf>,
-    /// The provider's id of the sent email (Postmark's `MessageID`), for a provider's
-    /// API (feature `providers`).
+    /// The provider's id of the sent email (Postmark's `MessageID`, Mailgun's `id`), for
+    /// a provider's API (feature `providers`).
     pub provider_id: Option<String>,
 }
 
@@ -120,9 +121,9 @@ impl Mailer {
             Transport::Log => Sender::Log,
             Transport::Capture => Sender::Capture(Captured::default()),
             #[cfg(feature = "providers")]
-            Transport::Postmark(postmark) => Sender::Postmark(Box::new(
-                crate::providers::postmark::PostmarkSender::new(postmark)?,
-            )),
+            transport @ (Transport::Postmark(_) | Transport::Mailgun(_)) => {
+                Sender::Api(Box::new(crate::providers::ApiSender::new(transport)?))
+            }
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -199,7 +200,8 @@ impl Mailer {
     }
 
     /// The downstream this mailer sends to, as a circuit breaker's name:
-    /// `smtp:host:port` for SMTP, `postmark:host:port` for Postmark, `None` for the file and log transports (they are never
+    /// `smtp:host:port` for SMTP, `postmark:host:port` for Postmark, `mailgun:host:port`
+    /// for Mailgun (its API host), `None` for the file and log transports (they are never
     /// down). Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of
     /// your own whose handler sends through [`Mailer::send`], so that it shares the
     /// breaker of the mailer's [`Email`] type.
@@ -213,6 +215,12 @@ impl Mailer {
                 "postmark:{}:{}",
                 postmark.api_host(),
                 postmark.effective_port()
+            )),
+            #[cfg(feature = "providers")]
+            Transport::Mailgun(mailgun) => Some(format!(
+                "mailgun:{}:{}",
+                mailgun.api_host(),
+                mailgun.effective_port()
             )),
             Transport::File(_) | Transport::Log | Transport::Capture => None,
         }
@@ -300,22 +308,27 @@ impl Mailer {
             keep_bcc,
             unsubscribe: config.unsubscribe.as_ref(),
         };
-        #[cfg(feature = "providers")]
-        if let Sender::Postmark(postmark) = &self.inner.sender {
-            let api = render::prepare_api(email, id, type_tag, &options)?;
-            let provider_id = postmark.send(email, &api).await?;
-            tracing::debug!(
-                message.id = %id, message_id = %api.message_id,
-                postmark.message_id = %provider_id, "Postmark took the email"
-            );
-            return Ok(Delivery {
-                accepted: api.recipients().map(|m| m.address.clone()).collect(),
-                message_id: api.message_id,
-                refused: Vec::new(),
-                redirected: api.redirected,
-                file: None,
-                provider_id: Some(provider_id),
-            });
+        match &self.inner.sender {
+            // A provider that takes the email's fields rather than its MIME bytes.
+            #[cfg(feature = "providers")]
+            Sender::Api(sender) if sender.takes_fields() => {
+                let api = render::prepare_api(email, id, type_tag, &options)?;
+                let provider_id = sender.send_fields(email, &api).await?;
+                tracing::debug!(
+                    message.id = %id, message_id = %api.message_id,
+                    provider = sender.provider(), provider.id = %provider_id,
+                    "the provider took the email"
+                );
+                return Ok(Delivery {
+                    accepted: api.recipients().map(|m| m.address.clone()).collect(),
+                    message_id: api.message_id,
+                    refused: Vec::new(),
+                    redirected: api.redirected,
+                    file: None,
+                    provider_id: Some(provider_id),
+                });
+            }
+            _ => {}
         }
         let rendered = render::render(email, id, type_tag, &options)?;
         self.hand_over(rendered, id, &email.subject).await
@@ -331,6 +344,8 @@ impl Mailer {
         #[cfg(feature = "dkim")]
         let rendered = self.sign(rendered, id)?;
         let all = || rendered.recipients.iter().map(|a| a.to_string()).collect();
+        #[cfg_attr(not(feature = "providers"), allow(unused_mut))]
+        let mut provider_id = None;
         let (accepted, refused, file) = match &self.inner.sender {
             Sender::Smtp(smtp) => {
                 let done = smtp.send(&rendered).await?;
@@ -349,12 +364,15 @@ impl Mailer {
                 (all(), Vec::new(), None)
             }
             #[cfg(feature = "providers")]
-            Sender::Postmark(_) => {
-                return Err(SendError::Unsupported(
-                    "a raw email (lettre message) cannot be sent through Postmark's Email API \
-                     yet: send it through SMTP (Postmark's SMTP server works too)"
-                        .to_owned(),
-                ))
+            Sender::Api(sender) => {
+                let id_there = sender.send_mime(&rendered).await?;
+                tracing::debug!(
+                    message.id = %id, message_id = %rendered.message_id,
+                    provider = sender.provider(), provider.id = %id_there,
+                    "the provider took the email"
+                );
+                provider_id = Some(id_there);
+                (all(), Vec::new(), None)
             }
         };
         Ok(Delivery {
@@ -363,7 +381,7 @@ impl Mailer {
             refused,
             redirected: rendered.redirected,
             file,
-            provider_id: None,
+            provider_id,
         })
     }
 

@@ -6,12 +6,16 @@
 //! contains the password. Nothing here touches the network.
 
 #[cfg(feature = "providers")]
+mod mailgun;
+#[cfg(feature = "providers")]
 mod postmark;
 mod smtp;
 mod url;
 
 use std::{fmt, path::PathBuf};
 
+#[cfg(feature = "providers")]
+pub use mailgun::{MailgunConfig, MAILGUN_API_HOST, MAILGUN_EU_API_HOST};
 #[cfg(feature = "providers")]
 pub use postmark::{PostmarkConfig, POSTMARK_API_HOST};
 pub use smtp::{Credentials, Security, SmtpConfig};
@@ -34,6 +38,9 @@ pub enum Transport {
     /// Postmark's Email API over HTTPS (feature `providers`).
     #[cfg(feature = "providers")]
     Postmark(PostmarkConfig),
+    /// Mailgun's `messages.mime` API over HTTPS (feature `providers`).
+    #[cfg(feature = "providers")]
+    Mailgun(MailgunConfig),
 }
 
 /// Everything a [`Mailer`](crate::Mailer) needs: the transport, the Message-ID domain
@@ -68,6 +75,14 @@ impl MailerConfig {
     ///   is accepted only for a loopback host (a test server:
     ///   `postmark://TOKEN@127.0.0.1:8025?tls=none`). The token is percent-decoded and
     ///   never shown by `Display` or `Debug`.
+    /// * `mailgun://API_KEY@mg.example.com?region=eu` — Mailgun's `messages.mime` API
+    ///   over HTTPS (feature `providers`): the host part is the sending domain, the API
+    ///   host is `api.mailgun.net` (US) unless `region=eu` (`api.eu.mailgun.net`) or
+    ///   `host=HOST[:PORT]` names another; the email goes as the same MIME bytes SMTP
+    ///   would send (DKIM-signed when configured; raw emails too), to every envelope
+    ///   recipient (Bcc included). `connect_timeout`, `timeout` and `tls=none` (loopback
+    ///   only: `mailgun://KEY@mg.example.com?host=127.0.0.1:8025&tls=none`) as for
+    ///   Postmark. The key is percent-decoded and never shown by `Display` or `Debug`.
     ///
     /// Query parameters (SMTP): `pool=4`, `helo=mail.example.com`, `connect_timeout=10s`,
     /// `timeout=60s` (each command), `idle_timeout=60s`, `ca_file=/path/ca.pem` (an extra
@@ -92,6 +107,12 @@ impl MailerConfig {
     #[cfg(feature = "providers")]
     pub fn postmark(config: PostmarkConfig) -> Self {
         Self::with_transport(Transport::Postmark(config))
+    }
+
+    /// Sends through Mailgun's `messages.mime` API (feature `providers`).
+    #[cfg(feature = "providers")]
+    pub fn mailgun(config: MailgunConfig) -> Self {
+        Self::with_transport(Transport::Mailgun(config))
     }
 
     /// Logs each message instead of sending it.
@@ -198,6 +219,8 @@ impl MailerConfig {
             Transport::Smtp(smtp) => smtp.check(),
             #[cfg(feature = "providers")]
             Transport::Postmark(postmark) => postmark.check(),
+            #[cfg(feature = "providers")]
+            Transport::Mailgun(mailgun) => mailgun.check(),
             Transport::File(dir) if dir.as_os_str().is_empty() => Err(ConfigError::new(
                 "file",
                 "the directory is empty; write file:///absolute/dir or file://relative/dir",
@@ -218,6 +241,11 @@ impl fmt::Display for MailerConfig {
             #[cfg(feature = "providers")]
             Transport::Postmark(postmark) => {
                 fmt::Display::fmt(postmark, f)?;
+                sep = '&';
+            }
+            #[cfg(feature = "providers")]
+            Transport::Mailgun(mailgun) => {
+                fmt::Display::fmt(mailgun, f)?;
                 sep = '&';
             }
             Transport::File(dir) => write!(f, "file://{}", dir.display())?,

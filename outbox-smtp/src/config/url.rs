@@ -12,6 +12,10 @@ const COMMON: &str = "message_id_domain, test_redirect, test_redirect_domain, te
 #[cfg(feature = "providers")]
 const POSTMARK_ONLY: &str =
     "stream, tls (none, for a loopback test server), connect_timeout, timeout";
+/// Query parameters only Mailgun accepts.
+#[cfg(feature = "providers")]
+const MAILGUN_ONLY: &str = "region (us, eu), host (HOST[:PORT], e.g. a loopback test server), \
+     tls (none, for a loopback test server), connect_timeout, timeout";
 /// Query parameters only SMTP accepts.
 const SMTP_ONLY: &str = "tls, pool, helo, connect_timeout, timeout, idle_timeout, ca_file";
 
@@ -34,6 +38,7 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
     let config = match scheme.to_ascii_lowercase().as_str() {
         "smtp" | "smtps" => smtp(text, scheme == "smtps")?,
         "postmark" => postmark(text)?,
+        "mailgun" => mailgun(text)?,
         "file" => {
             if before_query.is_empty() {
                 return Err(ConfigError::new(
@@ -65,7 +70,8 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
             return Err(ConfigError::new(
                 "url",
                 format!(
-                    "unknown scheme {other:?}; use smtp, smtps, postmark, file, log or capture"
+                    "unknown scheme {other:?}; use smtp, smtps, postmark, mailgun, file, log or \
+                     capture"
                 ),
             ))
         }
@@ -152,6 +158,141 @@ fn postmark(_: &str) -> Result<MailerConfig, ConfigError> {
     ))
 }
 
+/// The Mailgun part: the API key and the sending domain. Query parameters come later.
+#[cfg(feature = "providers")]
+fn mailgun(text: &str) -> Result<MailerConfig, ConfigError> {
+    let no_domain = || {
+        ConfigError::new(
+            "domain",
+            "the URL has no sending domain: mailgun://API_KEY@mg.example.com",
+        )
+    };
+    if text.split('?').next().unwrap_or_default().ends_with('@') {
+        return Err(no_domain());
+    }
+    let url = ::url::Url::parse(text)
+        .map_err(|e| ConfigError::new("url", format!("not a valid Mailgun URL: {e}")))?;
+    if !url.path().is_empty() && url.path() != "/" {
+        return Err(ConfigError::new(
+            "url",
+            "a Mailgun URL has no path; put settings in the query (?region=eu)",
+        ));
+    }
+    if url.port().is_some() {
+        return Err(ConfigError::new(
+            "url",
+            "the host part of a Mailgun URL is the sending domain, without a port; name \
+             another API host with ?host=HOST:PORT",
+        ));
+    }
+    if url.password().is_some() {
+        return Err(ConfigError::new(
+            "key",
+            "write the API key as the user part alone: mailgun://API_KEY@DOMAIN",
+        ));
+    }
+    let key = decode(url.username(), "key")?;
+    if key.is_empty() {
+        return Err(ConfigError::new(
+            "key",
+            "the URL has no API key: mailgun://API_KEY@mg.example.com",
+        ));
+    }
+    let domain = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(no_domain)?;
+    let config = super::MailgunConfig::new(key, domain.to_ascii_lowercase());
+    Ok(MailerConfig::mailgun(config))
+}
+
+#[cfg(not(feature = "providers"))]
+fn mailgun(_: &str) -> Result<MailerConfig, ConfigError> {
+    Err(ConfigError::new(
+        "url",
+        "mailgun:// needs the cargo feature `providers` (of outbox or outbox-smtp)",
+    ))
+}
+
+#[cfg(feature = "providers")]
+fn mailgun_param(
+    mailgun: &mut super::MailgunConfig,
+    key: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    use super::{MAILGUN_API_HOST, MAILGUN_EU_API_HOST};
+    // `region` and `host` both name the API host: one of them, once.
+    let host_named = mailgun.port.is_some() || mailgun.host != MAILGUN_API_HOST;
+    let twice = || {
+        ConfigError::new(
+            key,
+            "the API host is named twice (region and host): give one of them",
+        )
+    };
+    match key {
+        "region" => {
+            if host_named {
+                return Err(twice());
+            }
+            mailgun.host = match value.to_ascii_lowercase().as_str() {
+                "us" => MAILGUN_API_HOST,
+                "eu" => MAILGUN_EU_API_HOST,
+                _ => {
+                    return Err(ConfigError::new(
+                        "region",
+                        format!("{value:?} is not one of us, eu"),
+                    ))
+                }
+            }
+            .to_owned();
+        }
+        "host" => {
+            if host_named {
+                return Err(twice());
+            }
+            let bad = || {
+                ConfigError::new(
+                    "host",
+                    format!("{value:?} is not HOST or HOST:PORT (an IPv6 address in [])"),
+                )
+            };
+            let (host, port) = match value.rsplit_once(':') {
+                Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+                    (host, Some(port.parse::<u16>().map_err(|_| bad())?))
+                }
+                _ => (value, None),
+            };
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            if host.is_empty() || host.contains(['/', '@', '?', '#', ' ']) {
+                return Err(bad());
+            }
+            mailgun.host = host.to_owned();
+            mailgun.port = port;
+        }
+        "tls" => {
+            mailgun.tls = match value {
+                "none" => false,
+                "required" | "https" => true,
+                _ => {
+                    return Err(ConfigError::new(
+                        "tls",
+                        format!("{value:?} is not one of required, none"),
+                    ))
+                }
+            }
+        }
+        "connect_timeout" => mailgun.connect_timeout = duration(key, value)?,
+        "timeout" => mailgun.timeout = duration(key, value)?,
+        _ => {
+            return Err(ConfigError::new(
+                key,
+                format!("unknown parameter; accepted: {MAILGUN_ONLY}, {COMMON}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
 #[cfg(feature = "providers")]
 fn postmark_param(
     postmark: &mut super::PostmarkConfig,
@@ -215,6 +356,8 @@ fn apply_params(
             (_, Transport::Smtp(smtp)) => smtp_param(smtp, key, value)?,
             #[cfg(feature = "providers")]
             (_, Transport::Postmark(postmark)) => postmark_param(postmark, key, value)?,
+            #[cfg(feature = "providers")]
+            (_, Transport::Mailgun(mailgun)) => mailgun_param(mailgun, key, value)?,
             _ => {
                 return Err(ConfigError::new(
                     key,
@@ -428,6 +571,107 @@ mod tests {
         ] {
             assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
         }
+    }
+
+    #[cfg(feature = "providers")]
+    #[test]
+    fn mailgun_urls() {
+        use crate::config::MailgunConfig;
+        let mailgun_of = |url: &str| match parse(url).unwrap().transport {
+            Transport::Mailgun(m) => m,
+            other => panic!("not mailgun: {other:?}"),
+        };
+        let m = mailgun_of("mailgun://key-3ax6%2Fxy@mg.example.com");
+        assert_eq!(m.key, "key-3ax6/xy");
+        assert_eq!(m.domain(), "mg.example.com");
+        assert_eq!(
+            (m.api_host(), m.effective_port(), m.is_tls()),
+            ("api.mailgun.net", 443, true)
+        );
+        let m = mailgun_of("mailgun://k@mg.example.com?region=eu");
+        assert_eq!(m.api_host(), "api.eu.mailgun.net");
+        assert_eq!(m, MailgunConfig::new("k", "mg.example.com").eu());
+        assert_eq!(
+            mailgun_of("mailgun://k@mg.example.com?region=us").api_host(),
+            "api.mailgun.net"
+        );
+        let m = mailgun_of("mailgun://k@mg.example.com?host=127.0.0.1:8025&tls=none&timeout=5s");
+        assert_eq!(
+            (m.api_host(), m.effective_port(), m.is_tls()),
+            ("127.0.0.1", 8025, false)
+        );
+        assert_eq!(m.timeout, Duration::from_secs(5));
+        for url in [
+            "mailgun://k@mg.example.com?host=[::1]:9&tls=none",
+            "mailgun://k@mg.example.com?host=localhost:9&tls=none",
+            "mailgun://k@mg.example.com?host=127.0.0.1&tls=none",
+        ] {
+            assert!(parse(url).unwrap().check().is_ok(), "{url}");
+        }
+        assert_eq!(
+            mailgun_of("mailgun://k@mg.example.com?host=[::1]:9").api_host(),
+            "::1"
+        );
+
+        // The key is never shown; what is shown reads back as the same settings.
+        for url in [
+            "mailgun://secret-key-9f@mg.example.com?host=127.0.0.1:8025&tls=none",
+            "mailgun://secret-key-9f@mg.example.com?region=eu&message_id_domain=example.com",
+            "mailgun://secret-key-9f@mg.example.com",
+            "mailgun://secret-key-9f@mg.example.com?host=[::1]:8025&tls=none",
+        ] {
+            let config = parse(url).unwrap();
+            let shown = format!("{config} {config:?}");
+            assert!(!shown.contains("secret-key-9f"), "{shown}");
+            assert!(
+                shown.starts_with("mailgun://***@mg.example.com?"),
+                "{shown}"
+            );
+            let again = parse(&config.to_string().replace("***", "secret-key-9f")).unwrap();
+            assert_eq!(format!("{again:?}"), format!("{config:?}"), "{url}");
+        }
+        let error = parse("mailgun://secret-key-9f@mg.example.com?region=mars").unwrap_err();
+        assert!(!error.to_string().contains("secret-key-9f"));
+
+        // Plain HTTP to anything but loopback is refused, naming the host.
+        let e = parse("mailgun://k@mg.example.com?tls=none")
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!(e.setting, "tls");
+        assert!(e.reason.contains("api.mailgun.net"), "{e}");
+        for url in [
+            "mailgun://k@mg.example.com?host=10.0.0.1:80&tls=none",
+            "mailgun://k@mg.example.com?region=eu&tls=none",
+            "mailgun://k@mg.example.com?host=mailgun.example.net&tls=none",
+        ] {
+            assert_eq!(
+                parse(url).unwrap().check().unwrap_err().setting,
+                "tls",
+                "{url}"
+            );
+        }
+        for (url, setting) in [
+            ("mailgun://mg.example.com", "key"),
+            ("mailgun://a:b@mg.example.com", "key"),
+            ("mailgun://k@", "domain"),
+            ("mailgun://k@mg.example.com:8080", "url"),
+            ("mailgun://k@mg.example.com/messages", "url"),
+            ("mailgun://k@mg.example.com?region=mars", "region"),
+            ("mailgun://k@mg.example.com?region=eu&host=h", "host"),
+            ("mailgun://k@mg.example.com?host=h&region=eu", "region"),
+            ("mailgun://k@mg.example.com?host=h:port", "host"),
+            ("mailgun://k@mg.example.com?tls=maybe", "tls"),
+            ("mailgun://k@mg.example.com?stream=outbound", "stream"),
+        ] {
+            assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
+        }
+        assert_eq!(
+            parse("mailgun://k@mg_example.com")
+                .map(|c| c.check().unwrap_err().setting)
+                .unwrap_or_else(|e| e.setting),
+            "domain"
+        );
     }
 
     #[test]

@@ -77,14 +77,30 @@ impl HttpClient {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<HttpAnswer, HttpFailure> {
-        tokio::time::timeout(self.timeout, self.exchange(path, headers, body))
-            .await
-            .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
+        self.post(path, "application/json", headers, body).await
+    }
+
+    /// POSTs `body`, of type `content_type` (a multipart form's with its boundary, say),
+    /// to `path` with `headers`.
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<HttpAnswer, HttpFailure> {
+        tokio::time::timeout(
+            self.timeout,
+            self.exchange(path, content_type, headers, body),
+        )
+        .await
+        .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
     }
 
     async fn exchange(
         &self,
         path: &str,
+        content_type: &str,
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<HttpAnswer, HttpFailure> {
@@ -110,7 +126,7 @@ impl HttpClient {
         let request = hyper::Request::post(path)
             .header(hyper::header::HOST, authority)
             .header(hyper::header::CONNECTION, "close")
-            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(hyper::header::CONTENT_TYPE, content_type)
             .header(
                 hyper::header::USER_AGENT,
                 concat!("outbox-smtp/", env!("CARGO_PKG_VERSION")),
@@ -162,5 +178,116 @@ impl HttpClient {
             retry_after,
             body,
         })
+    }
+}
+
+/// A `multipart/form-data` body (RFC 7578) of text `fields` and one `file`: its
+/// `Content-Type` (with the boundary) and its bytes. The boundary is random and checked
+/// against every part, so no part can end the body early.
+pub(crate) struct Form {
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
+}
+
+/// A file part of a [`form`]: the field name, the file name, its type and bytes.
+pub(crate) struct FilePart<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) file_name: &'a str,
+    pub(crate) content_type: &'a str,
+    pub(crate) bytes: &'a [u8],
+}
+
+/// Writes `fields` (name, value; no CR or LF in a name) and `file` as a multipart form.
+pub(crate) fn form(fields: &[(&str, &str)], file: &FilePart<'_>) -> Form {
+    let parts = || {
+        fields
+            .iter()
+            .map(|(n, v)| [n.as_bytes(), v.as_bytes()])
+            .chain([[file.name.as_bytes(), file.bytes]])
+    };
+    let boundary = loop {
+        let boundary = format!("outbox-{}", ulid::Ulid::generate());
+        let b = boundary.as_bytes();
+        if !parts()
+            .flatten()
+            .any(|part| part.windows(b.len()).any(|w| w == b))
+        {
+            break boundary;
+        }
+    };
+    let quoted = |s: &str| s.replace(['"', '\r', '\n'], "_");
+    let size = parts().flatten().map(<[u8]>::len).sum::<usize>();
+    let mut body = Vec::with_capacity(size + 200 * (fields.len() + 2));
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"\r\n\r\n",
+                quoted(name)
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(value.as_bytes());
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\n\
+             Content-Type: {}\r\n\r\n",
+            quoted(file.name),
+            quoted(file.file_name),
+            quoted(file.content_type),
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(file.bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    Form {
+        content_type: format!("multipart/form-data; boundary={boundary}"),
+        body,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_holds_its_fields_and_file_between_boundaries() {
+        let message = b"Subject: Hi\r\n\r\nbody\r\n";
+        let form = form(
+            &[("to", "a@example.org, b@example.org")],
+            &FilePart {
+                name: "message",
+                file_name: "message.mime",
+                content_type: "message/rfc822",
+                bytes: message,
+            },
+        );
+        let boundary = form
+            .content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap();
+        let body = String::from_utf8(form.body).unwrap();
+        assert_eq!(
+            body,
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"to\"\r\n\r\n\
+                 a@example.org, b@example.org\r\n\
+                 --{boundary}\r\nContent-Disposition: form-data; name=\"message\"; \
+                 filename=\"message.mime\"\r\nContent-Type: message/rfc822\r\n\r\n\
+                 Subject: Hi\r\n\r\nbody\r\n\r\n--{boundary}--\r\n"
+            )
+        );
+        // Another boundary each time.
+        let again = super::form(
+            &[],
+            &FilePart {
+                name: "message",
+                file_name: "m",
+                content_type: "message/rfc822",
+                bytes: b"",
+            },
+        );
+        assert_ne!(again.content_type, form.content_type);
     }
 }
