@@ -33,6 +33,18 @@ use crate::{
     worker::{Counters, ErasedHandler},
 };
 
+/// What the workers are started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The daemon.
+    Run,
+    /// A drain until nothing is due.
+    Drain,
+    /// A drain while tokens last: a message whose bucket has no token goes back in line at
+    /// once instead of waiting for one.
+    DrainWhileTokens,
+}
+
 /// One registered message type.
 struct Registration {
     queue: &'static str,

@@ -3,11 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{
-    groups,
-    run::{Prepared, Start},
-    Outbox,
-};
+use super::{groups, run::Prepared, Outbox, Start};
 use crate::{
     counters::DeliveryCounts,
     error::Error,

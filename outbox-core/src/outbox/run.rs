@@ -8,7 +8,7 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::{
-    breakers, gauges, history, pauses, stack::Stacks, summary::Summary, Outbox, Registration,
+    breakers, gauges, history, pauses, stack::Stacks, summary::Summary, Outbox, Registration, Start,
 };
 use crate::{
     error::Error,
@@ -26,18 +26,6 @@ pub const START_CHECK_MESSAGES: u32 = 1_000;
 pub(super) struct Prepared {
     pub(super) tags: Vec<&'static str>,
     pub(super) steering: Steering,
-}
-
-/// What the workers are started for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Start {
-    /// The daemon.
-    Run,
-    /// A drain until nothing is due.
-    Drain,
-    /// A drain while tokens last: a message whose bucket has no token goes back in line at
-    /// once instead of waiting for one.
-    DrainWhileTokens,
 }
 
 /// Workers started by [`Outbox::start`], and how to stop them.

@@ -6,9 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{
-    gauges, groups, history, pauses::Steer, retention, run::Start, summary::Summary, Outbox,
-};
+use super::{gauges, groups, history, pauses::Steer, retention, summary::Summary, Outbox, Start};
 use crate::{
     store::{Backend, Retention},
     worker::{heartbeat, watch_due, watch_reach, Hub, IdlePoll, Signals},

@@ -4,7 +4,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use super::{breakers, run::Start, Outbox, Registration};
+use super::{breakers, Outbox, Registration, Start};
 use crate::{
     handler::context::{SuppressFn, SuppressionList},
     layers::{
