@@ -39,6 +39,40 @@ async fn a_pooled_connection_the_server_closed_is_replaced_within_the_attempt() 
     assert_eq!(sink.connections(), 2);
 }
 
+/// A network blip (a reset, a NAT timeout) drops every idle connection at once: the first
+/// found dead is not replaced by the next dead one from the pool, but by a fresh connection,
+/// so the message goes out in the same attempt and no "down" failure reaches the breaker.
+#[tokio::test]
+async fn idle_connections_dropped_together_are_replaced_by_a_fresh_one() {
+    let sink = SmtpSink::start(SinkOptions::default()).await;
+    sink.script([
+        Script::AcceptThenClose,
+        Script::AcceptThenClose,
+        Script::AcceptThenClose,
+    ]);
+    let m = mailer(&sink, 3, Duration::from_secs(5));
+    let (ada, bob, cy) = (
+        welcome("ada@example.com"),
+        welcome("bob@example.com"),
+        welcome("cy@example.com"),
+    );
+    let (a, b, c) = tokio::join!(m.deliver_now(&ada), m.deliver_now(&bob), m.deliver_now(&cy));
+    a.and(b).and(c).unwrap();
+    assert_eq!(
+        sink.connections(),
+        3,
+        "three connections, all idle in the pool"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    m.deliver_now(&welcome("dee@example.com")).await.unwrap();
+    assert_eq!(sink.received().len(), 4);
+    assert_eq!(
+        sink.connections(),
+        4,
+        "one dead connection tried, then a fresh one"
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_stops_answering_times_out_and_is_retried() {
     let sink = SmtpSink::start(SinkOptions::default()).await;

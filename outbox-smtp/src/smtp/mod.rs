@@ -6,7 +6,8 @@
 //! broken socket, a reply about the session (`421`, `503`, …). An idle connection older
 //! than `idle_timeout` is closed instead of reused, and a pooled connection found dead or
 //! out of step before the message data is replaced once, at once, within the same attempt —
-//! nothing of the message was delivered over it.
+//! nothing of the message was delivered over it — by a fresh connection, and the other idle
+//! connections are closed with it (what dropped one dropped them all).
 //!
 //! Failure modes: see [`SendError`](crate::SendError); a send never panics and never holds
 //! a connection after an error it cannot account for.
@@ -66,7 +67,12 @@ impl SmtpSender {
             })?;
         let mut replaced_stale = false;
         loop {
-            let (mut conn, reused) = match self.take_idle() {
+            let pooled = if replaced_stale {
+                None
+            } else {
+                self.take_idle()
+            };
+            let (mut conn, reused) = match pooled {
                 Some(conn) => (conn, true),
                 None => (self.connector.connect().await?, false),
             };
@@ -75,11 +81,24 @@ impl SmtpSender {
                 self.put_back(conn);
             }
             if attempt.stale && reused && !replaced_stale {
+                // The network that dropped this connection dropped the ones idle beside
+                // it too (a reset, a NAT timeout): close them all, and try once over a
+                // fresh connection, which tests the server itself.
                 replaced_stale = true;
+                self.drop_idle();
                 continue;
             }
             return attempt.result;
         }
+    }
+
+    /// Closes every idle connection (without `QUIT`: they are presumed dead).
+    fn drop_idle(&self) {
+        let dropped: Vec<Idle> = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            idle.drain(..).collect()
+        };
+        drop(dropped);
     }
 
     /// The most recently used idle connection that is not too old; older ones are closed.
