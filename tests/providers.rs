@@ -23,7 +23,10 @@
 mod common;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
     time::Duration,
 };
 
@@ -90,6 +93,13 @@ async fn email_endpoint(
 
 /// A stand-in for Postmark on 127.0.0.1; its port and what it received.
 async fn postmark(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>) {
+    let (port, received, _) = postmark_counting(answer).await;
+    (port, received)
+}
+
+/// [`postmark`], also counting the connections it accepted.
+async fn postmark_counting(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>, Arc<AtomicUsize>) {
+    use axum::serve::ListenerExt as _;
     let received = Arc::new(Mutex::new(Vec::new()));
     let app = Router::new()
         .route("/email", post(email_endpoint))
@@ -99,8 +109,13 @@ async fn postmark(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>) {
         });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    let listener = listener.tap_io(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (port, received)
+    (port, received, connections)
 }
 
 const OK: Answer = Answer {
@@ -152,6 +167,31 @@ fn to_one(to: &str) -> Email {
         .text("Thanks")
         .build()
         .unwrap()
+}
+
+/// Requests go over kept-alive connections: 60 emails at concurrency 4 open at most a
+/// few connections, not one each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_to_the_api_are_kept_alive_and_reused() {
+    let db = TestDb::new().await;
+    let (port, received, connections) = postmark_counting(OK).await;
+    let mailer = Mailer::new(MailerConfig::from_url(&url(port)).unwrap()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..60 {
+        ids.push(enqueue(&db, to_one(&format!("user{i}@example.org"))).await);
+    }
+    let outbox = Outbox::new(db.backend())
+        .register_with::<Email, _>(mailer.handler(), QueueOptions::new().concurrency(4));
+    run_until(&outbox, "all delivered", || async {
+        received.lock().unwrap().len() >= 60
+    })
+    .await;
+    let opened = connections.load(Ordering::SeqCst);
+    println!("60 emails over {opened} connection(s)");
+    assert!(
+        (1..=8).contains(&opened),
+        "60 emails at concurrency 4 opened {opened} connections"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

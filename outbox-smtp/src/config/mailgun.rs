@@ -1,9 +1,9 @@
 //! Mailgun settings (feature `providers`): the API key, the sending domain and the API
 //! host (its region).
 
-use std::{fmt, time::Duration};
+use std::fmt;
 
-use super::postmark::is_loopback;
+use super::endpoint::ApiEndpoint;
 use crate::ConfigError;
 
 /// Mailgun's API host in the US region (the default).
@@ -20,11 +20,7 @@ pub const MAILGUN_EU_API_HOST: &str = "api.eu.mailgun.net";
 pub struct MailgunConfig {
     pub(crate) key: String,
     pub(crate) domain: String,
-    pub(crate) host: String,
-    pub(crate) port: Option<u16>,
-    pub(crate) tls: bool,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) timeout: Duration,
+    pub(crate) endpoint: ApiEndpoint,
 }
 
 impl MailgunConfig {
@@ -34,11 +30,7 @@ impl MailgunConfig {
         Self {
             key: key.into(),
             domain: domain.into(),
-            host: MAILGUN_API_HOST.to_owned(),
-            port: None,
-            tls: true,
-            connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(30),
+            endpoint: ApiEndpoint::new(MAILGUN_API_HOST),
         }
     }
 
@@ -47,51 +39,11 @@ impl MailgunConfig {
         self.host(MAILGUN_EU_API_HOST, None)
     }
 
-    /// Another API host (and port), e.g. a test server; HTTPS unless
-    /// [`plain_http`](Self::plain_http) is set.
-    pub fn host(mut self, host: impl Into<String>, port: Option<u16>) -> Self {
-        self.host = host.into();
-        self.port = port;
-        self
-    }
-
-    /// Plain HTTP instead of HTTPS (`?tls=none`): refused for any host that is not
-    /// loopback (`127.0.0.0/8`, `::1`, `localhost`), for tests only.
-    pub fn plain_http(mut self) -> Self {
-        self.tls = false;
-        self
-    }
-
-    /// How long connecting may take (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How long one request may take, from connecting to the whole answer (default 30 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
+    super::endpoint::api_endpoint_methods!();
 
     /// The sending domain.
     pub fn domain(&self) -> &str {
         &self.domain
-    }
-
-    /// The API host.
-    pub fn api_host(&self) -> &str {
-        &self.host
-    }
-
-    /// The port: the one given, else 443 (HTTPS) or 80.
-    pub fn effective_port(&self) -> u16 {
-        self.port.unwrap_or(if self.tls { 443 } else { 80 })
-    }
-
-    /// True when requests go over HTTPS.
-    pub fn is_tls(&self) -> bool {
-        self.tls
     }
 
     pub(crate) fn check(&self) -> Result<(), ConfigError> {
@@ -116,20 +68,7 @@ impl MailgunConfig {
                 ),
             ));
         }
-        if self.host.is_empty() {
-            return Err(ConfigError::new("host", "the Mailgun API host is empty"));
-        }
-        if !self.tls && !is_loopback(&self.host) {
-            return Err(ConfigError::new(
-                "tls",
-                format!(
-                    "tls=none (plain HTTP) is only for a test server on loopback, not for {:?}: \
-                     the API key would travel in clear",
-                    self.host
-                ),
-            ));
-        }
-        Ok(())
+        self.endpoint.check("Mailgun", "API key")
     }
 }
 
@@ -137,28 +76,12 @@ impl MailgunConfig {
 impl fmt::Display for MailgunConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "mailgun://***@{}?", self.domain)?;
-        match (self.host.as_str(), self.port) {
-            (MAILGUN_API_HOST, None) => {}
-            (MAILGUN_EU_API_HOST, None) => f.write_str("region=eu&")?,
-            (host, port) => {
-                match host.contains(':') {
-                    true => write!(f, "host=[{host}]")?,
-                    false => write!(f, "host={host}")?,
-                }
-                if let Some(port) = port {
-                    write!(f, ":{port}")?;
-                }
-                f.write_str("&")?;
-            }
+        let mut endpoint = self.endpoint.clone();
+        if endpoint.host == MAILGUN_EU_API_HOST && endpoint.port.is_none() {
+            f.write_str("region=eu&")?;
+            endpoint.default_host = MAILGUN_EU_API_HOST;
         }
-        if !self.tls {
-            f.write_str("tls=none&")?;
-        }
-        write!(
-            f,
-            "connect_timeout={:?}&timeout={:?}",
-            self.connect_timeout, self.timeout
-        )
+        endpoint.write_params(f, true)
     }
 }
 
@@ -167,11 +90,7 @@ impl fmt::Debug for MailgunConfig {
         f.debug_struct("MailgunConfig")
             .field("key", &"***")
             .field("domain", &self.domain)
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("timeout", &self.timeout)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }

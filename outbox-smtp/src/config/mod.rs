@@ -6,6 +6,8 @@
 //! contains the password. Nothing here touches the network.
 
 #[cfg(feature = "providers")]
+mod endpoint;
+#[cfg(feature = "providers")]
 mod mailgun;
 #[cfg(feature = "providers")]
 mod postmark;
@@ -14,6 +16,8 @@ mod url;
 
 use std::{fmt, path::PathBuf};
 
+#[cfg(feature = "providers")]
+pub(crate) use endpoint::ApiEndpoint;
 #[cfg(feature = "providers")]
 pub use mailgun::{MailgunConfig, MAILGUN_API_HOST, MAILGUN_EU_API_HOST};
 #[cfg(feature = "providers")]

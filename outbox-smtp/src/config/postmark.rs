@@ -1,8 +1,9 @@
 //! Postmark settings (feature `providers`): the server token, the API host and the
 //! message stream.
 
-use std::{fmt, time::Duration};
+use std::fmt;
 
+use super::endpoint::ApiEndpoint;
 use crate::ConfigError;
 
 /// Postmark's API host.
@@ -15,12 +16,8 @@ pub const POSTMARK_API_HOST: &str = "api.postmarkapp.com";
 #[derive(Clone, PartialEq, Eq)]
 pub struct PostmarkConfig {
     pub(crate) token: String,
-    pub(crate) host: String,
-    pub(crate) port: Option<u16>,
-    pub(crate) tls: bool,
+    pub(crate) endpoint: ApiEndpoint,
     pub(crate) stream: Option<String>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) timeout: Duration,
 }
 
 impl PostmarkConfig {
@@ -29,12 +26,8 @@ impl PostmarkConfig {
     pub fn new(token: impl Into<String>) -> Self {
         Self {
             token: token.into(),
-            host: POSTMARK_API_HOST.to_owned(),
-            port: None,
-            tls: true,
+            endpoint: ApiEndpoint::new(POSTMARK_API_HOST),
             stream: None,
-            connect_timeout: Duration::from_secs(10),
-            timeout: Duration::from_secs(30),
         }
     }
 
@@ -44,47 +37,7 @@ impl PostmarkConfig {
         self
     }
 
-    /// Another API host (and port), e.g. a test server; HTTPS unless
-    /// [`plain_http`](Self::plain_http) is set.
-    pub fn host(mut self, host: impl Into<String>, port: Option<u16>) -> Self {
-        self.host = host.into();
-        self.port = port;
-        self
-    }
-
-    /// Plain HTTP instead of HTTPS (`?tls=none`): refused for any host that is not
-    /// loopback (`127.0.0.0/8`, `::1`, `localhost`), for tests only.
-    pub fn plain_http(mut self) -> Self {
-        self.tls = false;
-        self
-    }
-
-    /// How long connecting may take (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How long one request may take, from connecting to the whole answer (default 30 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The API host.
-    pub fn api_host(&self) -> &str {
-        &self.host
-    }
-
-    /// The port: the one given, else 443 (HTTPS) or 80.
-    pub fn effective_port(&self) -> u16 {
-        self.port.unwrap_or(if self.tls { 443 } else { 80 })
-    }
-
-    /// True when requests go over HTTPS.
-    pub fn is_tls(&self) -> bool {
-        self.tls
-    }
+    super::endpoint::api_endpoint_methods!();
 
     /// The message stream, if one is set.
     pub fn message_stream(&self) -> Option<&str> {
@@ -98,51 +51,26 @@ impl PostmarkConfig {
                 "the Postmark server token is empty: postmark://SERVER_TOKEN@api.postmarkapp.com",
             ));
         }
-        if self.host.is_empty() {
-            return Err(ConfigError::new("host", "the Postmark API host is empty"));
-        }
-        if !self.tls && !is_loopback(&self.host) {
-            return Err(ConfigError::new(
-                "tls",
-                format!(
-                    "tls=none (plain HTTP) is only for a test server on loopback, not for {:?}: \
-                     the server token would travel in clear",
-                    self.host
-                ),
-            ));
-        }
-        Ok(())
+        self.endpoint.check("Postmark", "server token")
     }
-}
-
-/// True for `localhost` and loopback addresses.
-pub(crate) fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// As a URL with the token replaced by `***`.
 impl fmt::Display for PostmarkConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "postmark://***@{}", self.host)?;
-        if let Some(port) = self.port {
+        let host = &self.endpoint.host;
+        match host.contains(':') {
+            true => write!(f, "postmark://***@[{host}]")?,
+            false => write!(f, "postmark://***@{host}")?,
+        }
+        if let Some(port) = self.endpoint.port {
             write!(f, ":{port}")?;
         }
         f.write_str("?")?;
-        if !self.tls {
-            f.write_str("tls=none&")?;
-        }
         if let Some(stream) = &self.stream {
             write!(f, "stream={stream}&")?;
         }
-        write!(
-            f,
-            "connect_timeout={:?}&timeout={:?}",
-            self.connect_timeout, self.timeout
-        )
+        self.endpoint.write_params(f, false)
     }
 }
 
@@ -150,12 +78,8 @@ impl fmt::Debug for PostmarkConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostmarkConfig")
             .field("token", &"***")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
+            .field("endpoint", &self.endpoint)
             .field("stream", &self.stream)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("timeout", &self.timeout)
             .finish()
     }
 }

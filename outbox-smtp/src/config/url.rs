@@ -8,14 +8,12 @@ use crate::{ConfigError, TestRedirect};
 
 /// Query parameters every transport accepts.
 const COMMON: &str = "message_id_domain, test_redirect, test_redirect_domain, test_redirect_only";
-/// Query parameters only Postmark accepts.
+/// Query parameters only Postmark accepts (besides the endpoint's).
 #[cfg(feature = "providers")]
-const POSTMARK_ONLY: &str =
-    "stream, tls (none, for a loopback test server), connect_timeout, timeout";
-/// Query parameters only Mailgun accepts.
+const POSTMARK_ONLY: &str = "stream";
+/// Query parameters only Mailgun accepts (besides the endpoint's).
 #[cfg(feature = "providers")]
-const MAILGUN_ONLY: &str = "region (us, eu), host (HOST[:PORT], e.g. a loopback test server), \
-     tls (none, for a loopback test server), connect_timeout, timeout";
+const MAILGUN_ONLY: &str = "region (us, eu)";
 /// Query parameters only SMTP accepts.
 const SMTP_ONLY: &str = "tls, pool, helo, connect_timeout, timeout, idle_timeout, ca_file";
 
@@ -146,7 +144,10 @@ fn postmark(text: &str) -> Result<MailerConfig, ConfigError> {
             "the URL has no server token: postmark://SERVER_TOKEN@api.postmarkapp.com",
         ));
     }
-    let config = super::PostmarkConfig::new(token).host(host, url.port());
+    let mut config = super::PostmarkConfig::new(token);
+    if host != super::POSTMARK_API_HOST || url.port().is_some() {
+        config = config.host(host, url.port());
+    }
     Ok(MailerConfig::postmark(config))
 }
 
@@ -221,76 +222,27 @@ fn mailgun_param(
     value: &str,
 ) -> Result<(), ConfigError> {
     use super::{MAILGUN_API_HOST, MAILGUN_EU_API_HOST};
-    // `region` and `host` both name the API host: one of them, once.
-    let host_named = mailgun.port.is_some() || mailgun.host != MAILGUN_API_HOST;
-    let twice = || {
-        ConfigError::new(
-            key,
-            "the API host is named twice (region and host): give one of them",
-        )
-    };
-    match key {
-        "region" => {
-            if host_named {
-                return Err(twice());
-            }
-            mailgun.host = match value.to_ascii_lowercase().as_str() {
-                "us" => MAILGUN_API_HOST,
-                "eu" => MAILGUN_EU_API_HOST,
-                _ => {
-                    return Err(ConfigError::new(
-                        "region",
-                        format!("{value:?} is not one of us, eu"),
-                    ))
-                }
-            }
-            .to_owned();
-        }
-        "host" => {
-            if host_named {
-                return Err(twice());
-            }
-            let bad = || {
-                ConfigError::new(
-                    "host",
-                    format!("{value:?} is not HOST or HOST:PORT (an IPv6 address in [])"),
-                )
-            };
-            let (host, port) = match value.rsplit_once(':') {
-                Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
-                    (host, Some(port.parse::<u16>().map_err(|_| bad())?))
-                }
-                _ => (value, None),
-            };
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            if host.is_empty() || host.contains(['/', '@', '?', '#', ' ']) {
-                return Err(bad());
-            }
-            mailgun.host = host.to_owned();
-            mailgun.port = port;
-        }
-        "tls" => {
-            mailgun.tls = match value {
-                "none" => false,
-                "required" | "https" => true,
-                _ => {
-                    return Err(ConfigError::new(
-                        "tls",
-                        format!("{value:?} is not one of required, none"),
-                    ))
-                }
-            }
-        }
-        "connect_timeout" => mailgun.connect_timeout = duration(key, value)?,
-        "timeout" => mailgun.timeout = duration(key, value)?,
-        _ => {
+    if key == "region" {
+        if mailgun.endpoint.host_named() {
             return Err(ConfigError::new(
                 key,
-                format!("unknown parameter; accepted: {MAILGUN_ONLY}, {COMMON}"),
-            ))
+                "the API host is named twice (region and host): give one of them",
+            ));
         }
+        mailgun.endpoint.host = match value.to_ascii_lowercase().as_str() {
+            "us" => MAILGUN_API_HOST,
+            "eu" => MAILGUN_EU_API_HOST,
+            _ => {
+                return Err(ConfigError::new(
+                    "region",
+                    format!("{value:?} is not one of us, eu"),
+                ))
+            }
+        }
+        .to_owned();
+        return Ok(());
     }
-    Ok(())
+    endpoint_param(&mut mailgun.endpoint, key, value, MAILGUN_ONLY)
 }
 
 #[cfg(feature = "providers")]
@@ -299,30 +251,32 @@ fn postmark_param(
     key: &str,
     value: &str,
 ) -> Result<(), ConfigError> {
-    match key {
-        "stream" if !value.is_empty() => postmark.stream = Some(value.to_owned()),
-        "tls" => {
-            postmark.tls = match value {
-                "none" => false,
-                "required" | "https" => true,
-                _ => {
-                    return Err(ConfigError::new(
-                        "tls",
-                        format!("{value:?} is not one of required, none"),
-                    ))
-                }
-            }
-        }
-        "connect_timeout" => postmark.connect_timeout = duration(key, value)?,
-        "timeout" => postmark.timeout = duration(key, value)?,
-        _ => {
-            return Err(ConfigError::new(
-                key,
-                format!("unknown parameter; accepted: {POSTMARK_ONLY}, {COMMON}"),
-            ))
-        }
+    if key == "stream" && !value.is_empty() {
+        postmark.stream = Some(value.to_owned());
+        return Ok(());
     }
-    Ok(())
+    endpoint_param(&mut postmark.endpoint, key, value, POSTMARK_ONLY)
+}
+
+/// A parameter of the API endpoint, or a mistake named with what `provider_only` and
+/// every API transport accept.
+#[cfg(feature = "providers")]
+fn endpoint_param(
+    endpoint: &mut super::ApiEndpoint,
+    key: &str,
+    value: &str,
+    provider_only: &str,
+) -> Result<(), ConfigError> {
+    if endpoint.param(key, value)? {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        key,
+        format!(
+            "unknown parameter; accepted: {provider_only}, {}, {COMMON}",
+            super::endpoint::ENDPOINT_PARAMS
+        ),
+    ))
 }
 
 fn decode(part: &str, what: &str) -> Result<String, ConfigError> {
@@ -427,7 +381,7 @@ fn smtp_param(smtp: &mut SmtpConfig, key: &str, value: &str) -> Result<(), Confi
 }
 
 /// `500ms`, `10s`, `2m`, `1h`, or a number of seconds.
-fn duration(key: &str, value: &str) -> Result<Duration, ConfigError> {
+pub(super) fn duration(key: &str, value: &str) -> Result<Duration, ConfigError> {
     let bad = || {
         ConfigError::new(
             key,
@@ -531,7 +485,7 @@ mod tests {
             (p.api_host(), p.effective_port(), p.is_tls()),
             ("127.0.0.1", 8025, false)
         );
-        assert_eq!(p.timeout, Duration::from_secs(5));
+        assert_eq!(p.endpoint.timeout, Duration::from_secs(5));
         assert!(parse("postmark://t@[::1]:9?tls=none")
             .unwrap()
             .check()
@@ -546,7 +500,7 @@ mod tests {
         let shown = format!("{config} {config:?}");
         assert!(!shown.contains("secret-token"), "{shown}");
         assert!(
-            shown.starts_with("postmark://***@127.0.0.1:8025?tls=none&stream=outbound&"),
+            shown.starts_with("postmark://***@127.0.0.1:8025?stream=outbound&tls=none&"),
             "{shown}"
         );
         // What Display shows reads back as the same settings (but the token).
@@ -565,7 +519,8 @@ mod tests {
         for (url, setting) in [
             ("postmark://api.postmarkapp.com", "token"),
             ("postmark://a:b@api.postmarkapp.com", "token"),
-            ("postmark://t@h?pool=1", "pool"),
+            ("postmark://t@h?pool=0", "pool"),
+            ("postmark://t@h?region=eu", "region"),
             ("postmark://t@h?tls=maybe", "tls"),
             ("postmark://t@h/email", "url"),
         ] {
@@ -600,7 +555,7 @@ mod tests {
             (m.api_host(), m.effective_port(), m.is_tls()),
             ("127.0.0.1", 8025, false)
         );
-        assert_eq!(m.timeout, Duration::from_secs(5));
+        assert_eq!(m.endpoint.timeout, Duration::from_secs(5));
         for url in [
             "mailgun://k@mg.example.com?host=[::1]:9&tls=none",
             "mailgun://k@mg.example.com?host=localhost:9&tls=none",

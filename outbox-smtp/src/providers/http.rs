@@ -1,22 +1,38 @@
-//! One HTTP/1.1 request to a provider's API: hyper's client over tokio-rustls on ring
-//! (the TLS stack SMTP already uses), trusting the webpki roots, or plain HTTP to a
-//! loopback test server. A connection per request, closed after the answer.
+//! HTTP/1.1 requests to a provider's API: hyper's client over tokio-rustls on ring (the
+//! TLS stack SMTP already uses), trusting the webpki roots, or plain HTTP to a loopback
+//! test server. Connections are kept alive and reused (up to the endpoint's `pool` idle
+//! ones, each for at most [`IDLE_FOR`]); a request that a kept connection could not take
+//! (it closed before the request was written) goes over a fresh one at once, and nothing
+//! else is sent twice by this layer.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use http_body_util::{BodyExt as _, Full, Limited};
-use hyper::body::Bytes;
+use hyper::{body::Bytes, client::conn::http1::SendRequest};
+
+use crate::config::ApiEndpoint;
 
 /// The most an answer's body may hold (an API's JSON answer is a few hundred bytes).
 const MAX_ANSWER: usize = 1024 * 1024;
+
+/// How long an idle connection is kept: shorter than the providers' keep-alive timeouts
+/// (60 s and more), so the server rarely closes one just as a request goes out.
+const IDLE_FOR: Duration = Duration::from_secs(20);
 
 /// Where and how requests go.
 pub(crate) struct HttpClient {
     host: String,
     port: u16,
+    /// The `Host` header.
+    authority: String,
     tls: Option<tokio_rustls::TlsConnector>,
     connect_timeout: Duration,
     timeout: Duration,
+    pool: usize,
+    idle: Mutex<Vec<(SendRequest<Full<Bytes>>, Instant)>>,
 }
 
 /// An answer.
@@ -40,15 +56,9 @@ pub(crate) enum HttpFailure {
 }
 
 impl HttpClient {
-    /// A client for `host:port`, over TLS when `tls`.
-    pub(crate) fn new(
-        host: &str,
-        port: u16,
-        tls: bool,
-        connect_timeout: Duration,
-        timeout: Duration,
-    ) -> Result<Self, String> {
-        let tls = if tls {
+    /// A client for `endpoint`.
+    pub(crate) fn new(endpoint: &ApiEndpoint) -> Result<Self, String> {
+        let tls = if endpoint.tls {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
@@ -61,12 +71,21 @@ impl HttpClient {
         } else {
             None
         };
+        let (host, port) = (endpoint.host.clone(), endpoint.effective_port());
+        let authority = match (tls.is_some(), port) {
+            (true, 443) | (false, 80) => host.clone(),
+            _ if host.contains(':') => format!("[{host}]:{port}"),
+            _ => format!("{host}:{port}"),
+        };
         Ok(Self {
-            host: host.to_owned(),
+            host,
             port,
+            authority,
             tls,
-            connect_timeout,
-            timeout,
+            connect_timeout: endpoint.connect_timeout,
+            timeout: endpoint.timeout,
+            pool: endpoint.pool,
+            idle: Mutex::new(Vec::new()),
         })
     }
 
@@ -105,6 +124,91 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<HttpAnswer, HttpFailure> {
         let (host, port) = (self.host.as_str(), self.port);
+        let request = hyper::Request::post(path)
+            .header(hyper::header::HOST, &self.authority)
+            .header(hyper::header::CONTENT_TYPE, content_type)
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("outbox-smtp/", env!("CARGO_PKG_VERSION")),
+            );
+        let mut request = headers
+            .iter()
+            .fold(request, |r, (name, value)| r.header(*name, *value))
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| HttpFailure::Connection(format!("cannot build the request: {e}")))?;
+        let broken = |e: hyper::Error| HttpFailure::Connection(format!("{host}:{port}: {e}"));
+        let mut fresh_only = false;
+        loop {
+            let kept = if fresh_only { None } else { self.take_idle() };
+            let reused = kept.is_some();
+            let mut sender = match kept {
+                Some(sender) => sender,
+                None => self.connect().await?,
+            };
+            let response = match sender.try_send_request(request).await {
+                Ok(response) => response,
+                Err(mut e) => match e.take_message() {
+                    // The kept connection closed before the request was written: nothing
+                    // was sent; once more over a fresh connection.
+                    Some(unsent) if reused => {
+                        request = unsent;
+                        fresh_only = true;
+                        continue;
+                    }
+                    _ => return Err(broken(e.into_error())),
+                },
+            };
+            let status = response.status().as_u16();
+            let close = response
+                .headers()
+                .get(hyper::header::CONNECTION)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+            let retry_after = response
+                .headers()
+                .get(hyper::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = Limited::new(response.into_body(), MAX_ANSWER)
+                .collect()
+                .await
+                .map_err(|e| HttpFailure::Connection(format!("reading the answer of {host}: {e}")))?
+                .to_bytes()
+                .to_vec();
+            if !close {
+                self.put_back(sender);
+            }
+            return Ok(HttpAnswer {
+                status,
+                retry_after,
+                body,
+            });
+        }
+    }
+
+    /// The most recently used kept connection that is open and not too old.
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        idle.retain(|(sender, since)| {
+            !sender.is_closed() && now.saturating_duration_since(*since) < IDLE_FOR
+        });
+        idle.pop().map(|(sender, _)| sender)
+    }
+
+    fn put_back(&self, sender: SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < self.pool {
+            idle.push((sender, Instant::now()));
+        }
+    }
+
+    /// A new connection (TCP, then TLS when configured), ready for a request.
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, HttpFailure> {
+        let (host, port) = (self.host.as_str(), self.port);
         let tcp = tokio::time::timeout(
             self.connect_timeout,
             tokio::net::TcpStream::connect((host, port)),
@@ -118,26 +222,9 @@ impl HttpClient {
                 _ => HttpFailure::Connection(what),
             }
         })?;
-        let authority = match (self.tls.is_some(), port) {
-            (true, 443) | (false, 80) => host.to_owned(),
-            _ if host.contains(':') => format!("[{host}]:{port}"),
-            _ => format!("{host}:{port}"),
-        };
-        let request = hyper::Request::post(path)
-            .header(hyper::header::HOST, authority)
-            .header(hyper::header::CONNECTION, "close")
-            .header(hyper::header::CONTENT_TYPE, content_type)
-            .header(
-                hyper::header::USER_AGENT,
-                concat!("outbox-smtp/", env!("CARGO_PKG_VERSION")),
-            );
-        let request = headers
-            .iter()
-            .fold(request, |r, (name, value)| r.header(*name, *value))
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| HttpFailure::Connection(format!("cannot build the request: {e}")))?;
+        let _ = tcp.set_nodelay(true);
         let broken = |e: hyper::Error| HttpFailure::Connection(format!("{host}:{port}: {e}"));
-        let response = match &self.tls {
+        match &self.tls {
             Some(tls) => {
                 let name = rustls::pki_types::ServerName::try_from(host.to_owned())
                     .map_err(|e| HttpFailure::Connection(format!("{host}: {e}")))?;
@@ -145,39 +232,22 @@ impl HttpClient {
                     .connect(name, tcp)
                     .await
                     .map_err(|e| HttpFailure::Connection(format!("TLS with {host}: {e}")))?;
-                let (mut sender, connection) =
+                let (sender, connection) =
                     hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                         .await
                         .map_err(broken)?;
                 tokio::spawn(connection);
-                sender.send_request(request).await.map_err(broken)?
+                Ok(sender)
             }
             None => {
-                let (mut sender, connection) =
+                let (sender, connection) =
                     hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
                         .await
                         .map_err(broken)?;
                 tokio::spawn(connection);
-                sender.send_request(request).await.map_err(broken)?
+                Ok(sender)
             }
-        };
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(hyper::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = Limited::new(response.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| HttpFailure::Connection(format!("reading the answer of {host}: {e}")))?
-            .to_bytes()
-            .to_vec();
-        Ok(HttpAnswer {
-            status,
-            retry_after,
-            body,
-        })
+        }
     }
 }
 

@@ -32,14 +32,7 @@ pub(crate) struct MailgunSender {
 
 impl MailgunSender {
     pub(crate) fn new(config: &MailgunConfig) -> Result<Self, ConfigError> {
-        let client = HttpClient::new(
-            &config.host,
-            config.effective_port(),
-            config.tls,
-            config.connect_timeout,
-            config.timeout,
-        )
-        .map_err(|e| ConfigError::new("tls", format!("cannot set up TLS: {e}")))?;
+        let client = config.endpoint.client()?;
         let credentials =
             base64::engine::general_purpose::STANDARD.encode(format!("api:{}", config.key));
         Ok(Self {

@@ -32,14 +32,7 @@ pub(crate) struct PostmarkSender {
 
 impl PostmarkSender {
     pub(crate) fn new(config: &PostmarkConfig) -> Result<Self, ConfigError> {
-        let client = HttpClient::new(
-            &config.host,
-            config.effective_port(),
-            config.tls,
-            config.connect_timeout,
-            config.timeout,
-        )
-        .map_err(|e| ConfigError::new("tls", format!("cannot set up TLS: {e}")))?;
+        let client = config.endpoint.client()?;
         Ok(Self {
             client,
             token: config.token.clone(),
