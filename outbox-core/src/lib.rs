@@ -25,6 +25,7 @@ pub mod handler;
 pub mod kind;
 mod layers;
 mod message;
+pub mod message_events;
 mod outbox;
 #[cfg(feature = "porttest")]
 pub mod porttest;

@@ -6,7 +6,7 @@
 //! The cases are split by area of the port: [`claim`](mod@claim) (order, batching, due times, pauses,
 //! concurrent claimers, counters), [`settle`] (each settlement kind and its fencing),
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
-//! (retention of done rows), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
+//! (retention of done rows), [`events`] (receipts and events of messages), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
 //! (filters, paging, purge and requeue), [`live`] (live messages: filters, keyset paging,
 //! retry now, cancel), [`groups`] (progress, pause, cancel, completion hooks), [`breakers`]
 //! (open, probe and close once across callers), and [`housekeeping`] (drains, unregistered
@@ -55,6 +55,7 @@ pub mod breakers;
 pub mod bucket;
 pub mod claim;
 pub mod dead_letters;
+pub mod events;
 pub mod groups;
 pub mod housekeeping;
 pub mod lease;
@@ -132,6 +133,8 @@ macro_rules! port_suite {
             lease::due_types_names_the_types_with_due_messages,
             prune::prune_deletes_only_done_rows_older_than_the_window,
             prune::prune_limit_bounds_one_call,
+            events::events_are_recorded_once_and_found_by_message_and_by_external_id,
+            events::old_events_are_pruned,
             bucket::new_bucket_is_full_then_waits,
             bucket::tokens_refill_with_time,
             bucket::tokens_cap_at_the_burst,

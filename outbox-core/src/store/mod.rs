@@ -37,6 +37,7 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
+pub use crate::message_events::{MessageEvent, NewMessageEvent};
 pub use crate::shaping::{RuleAction, ShapingRule, SiteDecision, SiteLimit, SiteState};
 pub use crate::suppression::{
     normalize_address, NewSuppression, SuppressedMessage, Suppression, SuppressionFilter,
@@ -645,6 +646,42 @@ pub trait StatsStore: Send + Sync + 'static {
     fn workers_seen(&self, now: Now) -> BoxFuture<'_, Result<WorkersSeen, Error>>;
 }
 
+/// What downstreams said about messages after taking them: receipts and later events
+/// ([`crate::message_events`]).
+pub trait EventStore: Send + Sync + 'static {
+    /// Records `events` (each checked: keys of 1 to 255 bytes) at `now` in one statement;
+    /// an event whose provider and event id are recorded already is skipped. How many were
+    /// new.
+    fn record_events<'a>(
+        &'a self,
+        events: &'a [NewMessageEvent],
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
+    /// The outbox message `provider` accepted as `external_id` (its receipt), if one was
+    /// recorded and not pruned yet.
+    fn message_of<'a>(
+        &'a self,
+        provider: &'a str,
+        external_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, Error>>;
+
+    /// The events of `message_id`, oldest first, at most `limit`.
+    fn events_of<'a>(
+        &'a self,
+        message_id: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<MessageEvent>, Error>>;
+
+    /// Deletes up to `limit` events recorded more than `window` before `now`.
+    fn prune_events(
+        &self,
+        window: Duration,
+        now: Now,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<u64, Error>>;
+}
+
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.
 pub trait Backend:
     QueueStore
@@ -657,6 +694,7 @@ pub trait Backend:
     + BreakerStore
     + SuppressionStore
     + ShapingStore
+    + EventStore
     + Clone
     + Send
     + Sync

@@ -20,6 +20,7 @@ mod breakers;
 mod buckets;
 mod dead_letters;
 pub(crate) mod enqueue;
+mod events;
 mod groups;
 mod live;
 mod pauses;

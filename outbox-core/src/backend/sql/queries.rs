@@ -212,4 +212,12 @@ pub struct Queries {
     pub rule_remove: &'static str,
     /// Every shaping rule.
     pub rules_list: &'static str,
+    /// Records message events (a repeat skipped).
+    pub events_record: &'static str,
+    /// The message a provider's receipt names.
+    pub events_message_of: &'static str,
+    /// The events of one message.
+    pub events_of_message: &'static str,
+    /// Deletes old message events.
+    pub events_prune: &'static str,
 }

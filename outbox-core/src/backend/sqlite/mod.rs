@@ -225,6 +225,10 @@ static QUERIES: Queries = Queries {
     rule_put: include_str!("queries/shaping/rule_put.sql"),
     rule_remove: include_str!("queries/shaping/rule_remove.sql"),
     rules_list: include_str!("queries/shaping/rules_list.sql"),
+    events_record: include_str!("queries/events/events_record.sql"),
+    events_message_of: include_str!("queries/events/events_message_of.sql"),
+    events_of_message: include_str!("queries/events/events_of_message.sql"),
+    events_prune: include_str!("queries/events/events_prune.sql"),
     settle_suppressed: include_str!("queries/queue/settle_suppressed.sql"),
 };
 
