@@ -79,6 +79,7 @@ pub use message::{
     validate_type_tag, DecodeError, InvalidMessage, MessageDefaults, OutboxMessage, Recipient,
     DEFAULT_MAX_PAYLOAD, MAX_IDEMPOTENCY_KEY_LEN, MAX_TYPE_TAG_LEN,
 };
+pub use message_events::{MessageEvent, NewMessageEvent};
 pub use outbox::{
     shutdown_signal, DrainOptions, DrainReport, Outbox, QueueOptions, DEFAULT_SUMMARY_EVERY,
     START_CHECK_MESSAGES,

@@ -291,6 +291,7 @@ where
         max_attempts: M::DEFAULTS.max_attempts,
         state: Arc::new(state),
         suppressions: Default::default(),
+        events: Default::default(),
     };
     // Guarded as the worker guards it: its synchronous start, its future and its time.
     match invoke(|| handler.call(message, ctx), M::DEFAULTS.timeout).await {

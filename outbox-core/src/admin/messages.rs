@@ -4,7 +4,16 @@
 use std::sync::Arc;
 
 use super::{LiveFilter, LiveMessage, LiveMessageDetail};
-use crate::{clock::Clock, enqueue::MessageId, error::Error, store::Backend};
+use crate::{
+    clock::Clock,
+    enqueue::MessageId,
+    error::Error,
+    message_events::{MessageEvent, NewMessageEvent},
+    store::Backend,
+};
+
+/// The most events of one message [`LiveMessages::events`] returns.
+pub const MAX_MESSAGE_EVENTS: u32 = 200;
 
 /// How many messages one transaction of a retry-now or a cancel changes at most.
 pub const LIVE_BATCH: u32 = 1_000;
@@ -106,6 +115,35 @@ impl<B: Backend> LiveMessages<B> {
     pub async fn cancel_where(&self, filter: &LiveFilter) -> Result<u64, Error> {
         self.backend
             .cancel_live(filter, self.clock.database_now(), LIVE_BATCH)
+            .await
+    }
+
+    /// What downstreams said about a message (live, delivered or dead): its receipts and
+    /// the events reported later, oldest first, at most [`MAX_MESSAGE_EVENTS`]
+    /// ([`crate::message_events`]).
+    pub async fn events(&self, id: &MessageId) -> Result<Vec<MessageEvent>, Error> {
+        self.backend
+            .events_of(id.as_str(), MAX_MESSAGE_EVENTS)
+            .await
+    }
+
+    /// The message `provider` accepted as `external_id` (the id in its receipt), if the
+    /// receipt is recorded and not pruned yet.
+    pub async fn by_receipt(
+        &self,
+        provider: &str,
+        external_id: &str,
+    ) -> Result<Option<MessageId>, Error> {
+        let id = self.backend.message_of(provider, external_id).await?;
+        Ok(id.map(MessageId::from_string))
+    }
+
+    /// Records `events` (a repeat of one recorded before is skipped); how many were new.
+    /// For events read from a downstream (a provider's webhook) once their message is
+    /// known ([`by_receipt`](Self::by_receipt)).
+    pub async fn record_events(&self, events: &[NewMessageEvent]) -> Result<u64, Error> {
+        self.backend
+            .record_events(events, self.clock.database_now())
             .await
     }
 }

@@ -21,7 +21,7 @@ pub use crate::store::{
 };
 pub use dead_letters::DeadLetters;
 pub use groups::Groups;
-pub use messages::{LiveMessages, LivePage, LIVE_BATCH};
+pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
 

@@ -4,7 +4,9 @@ use std::{fmt, sync::Arc, time::SystemTime};
 
 use futures::future::BoxFuture;
 
-use crate::{enqueue::MessageId, error::Error, suppression::NewSuppression};
+use crate::{
+    enqueue::MessageId, error::Error, message_events::NewMessageEvent, suppression::NewSuppression,
+};
 
 /// Writes entries to the suppression list of the outbox a message came from.
 pub(crate) type SuppressFn =
@@ -40,6 +42,39 @@ impl fmt::Debug for SuppressionList {
     }
 }
 
+/// Writes message events to the outbox a message came from.
+pub(crate) type RecordFn =
+    Arc<dyn Fn(NewMessageEvent) -> BoxFuture<'static, Result<(), Error>> + Send + Sync>;
+
+/// Where [`MessageContext::record_receipt`] writes: the worker's database, or nowhere (a
+/// context made by [`testing::perform`](crate::testing::perform)).
+#[derive(Clone, Default)]
+pub(crate) struct EventLog(pub(crate) Option<RecordFn>);
+
+impl EventLog {
+    /// Records `event`; an error when it cannot be written or there is no database.
+    pub(crate) async fn write(&self, event: NewMessageEvent) -> Result<(), Error> {
+        match &self.0 {
+            Some(write) => write(event).await,
+            None => Err(Error::Config(format!(
+                "cannot record {} of message {}: this message context has no database (it \
+                 was made by testing::perform, not by a worker)",
+                event.kind, event.message_id
+            ))),
+        }
+    }
+}
+
+impl fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "EventLog(database)"
+        } else {
+            "EventLog(none)"
+        })
+    }
+}
+
 /// Facts about the message being delivered, and the application state.
 #[derive(Debug)]
 pub struct MessageContext<S = ()> {
@@ -49,6 +84,7 @@ pub struct MessageContext<S = ()> {
     pub(crate) max_attempts: u32,
     pub(crate) state: Arc<S>,
     pub(crate) suppressions: SuppressionList,
+    pub(crate) events: EventLog,
 }
 
 impl<S> Clone for MessageContext<S> {
@@ -60,6 +96,7 @@ impl<S> Clone for MessageContext<S> {
             max_attempts: self.max_attempts,
             state: Arc::clone(&self.state),
             suppressions: self.suppressions.clone(),
+            events: self.events.clone(),
         }
     }
 }
@@ -115,5 +152,21 @@ impl<S> MessageContext<S> {
     /// by [`testing::perform`](crate::testing::perform), which has no database.
     pub async fn suppress(&self, entry: NewSuppression) -> Result<(), Error> {
         self.suppressions.write(entry).await
+    }
+
+    /// Records that `provider` (the downstream's name, e.g. `postmark`) accepted this
+    /// message as `external_id` (its id of the message), at once, in the outbox's
+    /// database: the message's page shows it, and an event the provider reports later
+    /// under that id (a delivery, a bounce) is tied back to this message
+    /// ([`crate::message_events`]). Call it when the downstream has accepted the message;
+    /// a retried message records each attempt's receipt.
+    ///
+    /// Fails when the event cannot be written (the database error, or an empty or too long
+    /// id) and for a context made by [`testing::perform`](crate::testing::perform); the
+    /// message was delivered all the same, so a handler logs the failure and returns `Ok`.
+    pub async fn record_receipt(&self, provider: &str, external_id: &str) -> Result<(), Error> {
+        let event =
+            NewMessageEvent::receipt(self.id.as_str(), provider, external_id, SystemTime::now());
+        self.events.write(event).await
     }
 }

@@ -1,5 +1,5 @@
-//! The pruners: delete done rows older than the retention window, and suppressed rows
-//! older than theirs, in bounded batches.
+//! The pruners: delete done rows older than the retention window, suppressed rows and
+//! message events older than theirs, in bounded batches.
 
 use std::{sync::Arc, time::Duration};
 
@@ -32,6 +32,8 @@ pub(super) enum Rows {
     Done,
     /// Messages a suppression stopped (grouped ones stay counted in their groups).
     Suppressed,
+    /// Receipts and events of messages ([`crate::message_events`]).
+    Events,
 }
 
 /// Prunes `rows` older than `window` until stopped (the first time after the workers'
@@ -52,6 +54,7 @@ pub(super) fn prune<B: Backend>(
             let pruned = match rows {
                 Rows::Done => backend.prune_done(window, now, PRUNE_BATCH).await,
                 Rows::Suppressed => backend.prune_suppressed(window, now, PRUNE_BATCH).await,
+                Rows::Events => backend.prune_events(window, now, PRUNE_BATCH).await,
             };
             let pause = match pruned {
                 // A full batch: more may be waiting; go on after a breath.

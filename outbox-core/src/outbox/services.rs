@@ -50,6 +50,11 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             Retention::KeepFor(window) => window,
             Retention::DeleteOnSuccess => retention::SUPPRESSED_KEPT,
         };
+        // Message events: 30 days, or as long as done rows when that is longer.
+        let events_for = match self.retention {
+            Retention::KeepFor(window) => window.max(crate::message_events::EVENTS_KEPT),
+            Retention::DeleteOnSuccess => crate::message_events::EVENTS_KEPT,
+        };
         let prune = |rows, window| {
             let signals = Arc::clone(signals);
             retention::prune(
@@ -87,6 +92,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             ),
             history.start(stopped.clone()),
             prune(retention::Rows::Suppressed, suppressed_for),
+            prune(retention::Rows::Events, events_for),
         ];
         if let Retention::KeepFor(window) = self.retention {
             tasks.push(prune(retention::Rows::Done, window));

@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use super::{breakers, Outbox, Registration, Start};
 use crate::{
-    handler::context::{SuppressFn, SuppressionList},
+    handler::context::{EventLog, RecordFn, SuppressFn, SuppressionList},
     layers::{
         breaker::{BreakerLayer, BreakerSwitch},
         orphan::OrphanLayer,
@@ -33,6 +33,7 @@ pub(super) struct Stacks<B: Backend> {
     shaper: Option<Arc<Shaper>>,
     /// Handlers' `MessageContext::suppress` writes to this outbox's list.
     suppressions: SuppressionList,
+    events: EventLog,
     /// The name this process asks for breaker probes as.
     owner: Arc<str>,
 }
@@ -74,6 +75,7 @@ impl<B: Backend> Stacks<B> {
             breakers,
             shaper,
             suppressions: suppression_list(outbox),
+            events: event_log(outbox),
             owner,
         }
     }
@@ -137,6 +139,7 @@ impl<B: Backend> Stacks<B> {
             Arc::clone(&r.handler),
             Arc::clone(&self.hub.paused_groups),
             self.suppressions.clone(),
+            self.events.clone(),
         )
     }
 }
@@ -156,4 +159,21 @@ fn suppression_list<B: Backend, S>(outbox: &Outbox<B, S>) -> SuppressionList {
         })
     });
     SuppressionList(Some(write))
+}
+
+/// The event log handlers record receipts in: this outbox's store, on the database's clock.
+fn event_log<B: Backend, S>(outbox: &Outbox<B, S>) -> EventLog {
+    let store = outbox.backend.clone();
+    let clock = Arc::clone(&outbox.clock);
+    let write: RecordFn = Arc::new(move |event| {
+        let store = store.clone();
+        let clock = Arc::clone(&clock);
+        Box::pin(async move {
+            store
+                .record_events(std::slice::from_ref(&event), clock.database_now())
+                .await
+                .map(drop)
+        })
+    });
+    EventLog(Some(write))
 }

@@ -19,7 +19,8 @@ use crate::{
     counters::names,
     enqueue::MessageId,
     handler::{
-        context::SuppressionList, invoke, Handler, HandlerErrorKind, Interrupted, MessageContext,
+        context::{EventLog, SuppressionList},
+        invoke, Handler, HandlerErrorKind, Interrupted, MessageContext,
     },
     layers::{
         pause::{HeldBack, PausedGroups},
@@ -37,6 +38,8 @@ pub(crate) struct Delivery {
     pub(crate) max_attempts: u32,
     /// Where the handler's [`MessageContext::suppress`] writes.
     pub(crate) suppressions: SuppressionList,
+    /// Where the handler's [`MessageContext::record_receipt`] writes.
+    pub(crate) events: EventLog,
 }
 
 /// A handler with its message type erased, so one service type serves every queue.
@@ -146,6 +149,7 @@ where
             max_attempts: delivery.max_attempts,
             state: Arc::clone(&self.state),
             suppressions: delivery.suppressions,
+            events: delivery.events,
         };
         let handler = Arc::clone(&self.handler);
         let timeout = self.timeout;
@@ -222,6 +226,7 @@ pub struct Dispatch {
     handler: Arc<dyn ErasedHandler>,
     paused_groups: Arc<PausedGroups>,
     suppressions: SuppressionList,
+    events: EventLog,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -235,18 +240,20 @@ impl std::fmt::Debug for Dispatch {
 impl Dispatch {
     /// The dispatch of `queue` to `handler`; a message of a group in `paused_groups` is
     /// given back instead of handled (the last check before its side effect); handlers
-    /// suppress addresses into `suppressions`.
+    /// suppress addresses into `suppressions` and record receipts into `events`.
     pub(crate) fn new(
         queue: &'static str,
         handler: Arc<dyn ErasedHandler>,
         paused_groups: Arc<PausedGroups>,
         suppressions: SuppressionList,
+        events: EventLog,
     ) -> Self {
         Self {
             queue,
             handler,
             paused_groups,
             suppressions,
+            events,
         }
     }
 }
@@ -282,6 +289,7 @@ impl Service<Task<Claimed>> for Dispatch {
         }
         let handler = Arc::clone(&self.handler);
         let suppressions = self.suppressions.clone();
+        let events = self.events.clone();
         let id = claimed.id;
         let attempt = claimed.attempt.max(1);
         // OpenTelemetry's messaging conventions, so `tracing-opentelemetry` exports a
@@ -310,6 +318,7 @@ impl Service<Task<Claimed>> for Dispatch {
                     attempt,
                     max_attempts: claimed.max_attempts,
                     suppressions,
+                    events,
                 };
                 let started = std::time::Instant::now();
                 let result = handler.handle(claimed.payload, delivery).await;
