@@ -98,6 +98,9 @@ pub struct Delivery {
     /// The provider's id of the sent email (Postmark's `MessageID`, Mailgun's `id`), for
     /// a provider's API (feature `providers`).
     pub provider_id: Option<String>,
+    /// The provider that took it (`postmark`, `mailgun`, …), for a provider's API: with
+    /// [`provider_id`](Self::provider_id), the receipt recorded with the outbox message.
+    pub provider: Option<&'static str>,
 }
 
 impl Mailer {
@@ -238,6 +241,7 @@ impl Mailer {
         }
         let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
         self.note_unknown(&result, email.list.is_some(), ctx).await;
+        note_receipt(&result, ctx).await;
         reported(ctx.id(), result)
     }
 
@@ -251,6 +255,7 @@ impl Mailer {
         let result = self.deliver_raw(raw, ctx.id(), ctx.type_tag()).await;
         let list = render::header_value(&raw.data, "List-Unsubscribe").is_some();
         self.note_unknown(&result, list, ctx).await;
+        note_receipt(&result, ctx).await;
         reported(ctx.id(), result)
     }
 
@@ -326,6 +331,7 @@ impl Mailer {
                     redirected: api.redirected,
                     file: None,
                     provider_id: Some(provider_id),
+                    provider: Some(sender.provider()),
                 });
             }
             _ => {}
@@ -346,6 +352,8 @@ impl Mailer {
         let all = || rendered.recipients.iter().map(|a| a.to_string()).collect();
         #[cfg_attr(not(feature = "providers"), allow(unused_mut))]
         let mut provider_id = None;
+        #[cfg_attr(not(feature = "providers"), allow(unused_mut))]
+        let mut provider = None;
         let (accepted, refused, file) = match &self.inner.sender {
             Sender::Smtp(smtp) => {
                 let done = smtp.send(&rendered).await?;
@@ -372,6 +380,7 @@ impl Mailer {
                     "the provider took the email"
                 );
                 provider_id = Some(id_there);
+                provider = Some(sender.provider());
                 (all(), Vec::new(), None)
             }
         };
@@ -382,6 +391,7 @@ impl Mailer {
             redirected: rendered.redirected,
             file,
             provider_id,
+            provider,
         })
     }
 
@@ -546,5 +556,26 @@ impl fmt::Debug for Mailer {
         f.debug_struct("Mailer")
             .field("config", &format_args!("{}", self.inner.config))
             .finish()
+    }
+}
+
+/// Records the provider's receipt of a delivered email with its outbox message, so the
+/// provider's later events about it (by its id) find the message. The email went out
+/// whatever happens here: a failure to record is logged, not returned.
+async fn note_receipt<S>(result: &Result<Delivery, SendError>, ctx: &MessageContext<S>) {
+    let Ok(Delivery {
+        provider: Some(provider),
+        provider_id: Some(external),
+        ..
+    }) = result
+    else {
+        return;
+    };
+    if let Err(e) = ctx.record_receipt(provider, external).await {
+        tracing::warn!(
+            message.id = %ctx.id(), provider, provider.id = %external, error = %e,
+            "the email was sent, but its receipt could not be recorded: the provider's \
+             events about it will not be tied to the message"
+        );
     }
 }

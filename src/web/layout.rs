@@ -225,6 +225,32 @@ pub(crate) fn attempts(log: &[crate::FailedAttempt], error: &str) -> Markup {
     }
 }
 
+/// What downstreams said about a message: its receipts and later events, oldest first.
+pub(crate) fn events(events: &[crate::MessageEvent]) -> Markup {
+    html! {
+        @if !events.is_empty() {
+            section #events {
+                h2 { "Events" }
+                table {
+                    thead { tr { th { "When" } th { "From" } th { "What" } th { "Recipient" } th { "Their id" } th { "Detail" } } }
+                    tbody {
+                        @for e in events {
+                            tr data-kind=(e.kind) {
+                                td.nowrap { (timestamp(e.at)) }
+                                td { (e.provider) }
+                                td { (e.kind) }
+                                td { @if let Some(r) = &e.recipient { (r) } }
+                                td { code { (e.external_id) } }
+                                td { code.reply { (e.detail) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn timestamp(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)

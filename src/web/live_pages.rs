@@ -652,6 +652,7 @@ pub(crate) async fn message_show<B: Backend>(
         return gone(&ctx, &state, &id).await;
     };
     let m = &d.message;
+    let events = state.admin.messages().events(&m.id).await?;
     let payload = match serde_json::from_slice::<serde_json::Value>(&d.payload) {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
         Err(_) => String::from_utf8_lossy(&d.payload).into_owned(),
@@ -681,6 +682,7 @@ pub(crate) async fn message_show<B: Backend>(
             }
         }
         (layout::attempts(&m.attempt_log, "Error"))
+        (layout::events(&events))
         section {
             h2 { "Payload" }
             pre #payload { (payload) }
@@ -701,6 +703,11 @@ async fn gone<B: Backend>(
         .dead_letters()
         .count(&crate::DeadLetterFilter::id(id))
         .await?;
+    let events = state
+        .admin
+        .messages()
+        .events(&MessageId::from_string(id))
+        .await?;
     let body = html! {
         section {
             @if dead > 0 {
@@ -711,6 +718,7 @@ async fn gone<B: Backend>(
                     a href=(ctx.url("/messages")) { "Back to the messages" } "." }
             }
         }
+        (layout::events(&events))
     };
     Ok((
         StatusCode::NOT_FOUND,

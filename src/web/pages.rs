@@ -857,6 +857,7 @@ pub(crate) async fn dead_show<B: Backend>(
         super::view::section(&shown, remote_images, &page)
     });
     let attempts_label = view.map_or("Error", |v| v.attempts_label());
+    let events = state.admin.messages().events(&d.id).await?;
     let back = format!("/dead?type={}", q(&d.type_tag));
     let body = html! {
         section {
@@ -885,6 +886,7 @@ pub(crate) async fn dead_show<B: Backend>(
             pre #last-error { (d.last_error) }
         }
         (layout::attempts(&d.attempt_log, attempts_label))
+        (layout::events(&events))
         @if let Some(shown) = shown { (shown) }
         section {
             h2 { "Payload" }

@@ -20,13 +20,14 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     backend::Backend,
+    message_events::MAX_EVENT_KEY_LEN,
     smtp::events::{
         mailgun, postmark,
         sendgrid::{self, SendGridKey},
         sns::{check_sns_cert_url, check_sns_url, SnsMessage},
         EventPolicy, ProviderEvent, WebhookError,
     },
-    Admin, Suppressions,
+    Admin, LiveMessages, NewMessageEvent, Suppressions,
 };
 
 /// The kind under which applied events are recorded (each suppressing event once).
@@ -162,6 +163,7 @@ pub type EventHook = Arc<dyn Fn(&ProviderEvent) + Send + Sync>;
 /// ```
 pub struct Webhooks<B> {
     suppressions: Suppressions<B>,
+    messages: LiveMessages<B>,
     policy: EventPolicy,
     sns: Option<Sns>,
     sendgrid: Option<SendGridKey>,
@@ -335,6 +337,7 @@ impl<B: Backend> Webhooks<B> {
     pub fn new(admin: Admin<B>) -> Self {
         Self {
             suppressions: admin.suppressions(),
+            messages: admin.messages(),
             policy: EventPolicy::default(),
             sns: None,
             sendgrid: None,
@@ -455,6 +458,51 @@ pub async fn apply_events<B: Backend>(
     Ok(written)
 }
 
+/// Records `events` with the outbox messages they are about, shown on each message's
+/// page: the message named by the event's `Message-ID` (ours), else the one whose receipt
+/// holds the provider's id of the email. An event that finds no message (mail the outbox
+/// did not send, or a receipt pruned) is not recorded; a repeated event is recorded once.
+/// Returns how many were new.
+pub async fn record_events<B: Backend>(
+    messages: &LiveMessages<B>,
+    events: &[ProviderEvent],
+) -> Result<u64, crate::Error> {
+    let mut found = Vec::new();
+    for event in events {
+        let message = match (&event.outbox_id, &event.provider_message_id) {
+            (Some(id), _) => Some(id.clone()),
+            (None, Some(theirs)) => messages
+                .by_receipt(event.provider, theirs)
+                .await?
+                .map(|id| id.as_str().to_owned()),
+            (None, None) => None,
+        };
+        let Some(message_id) = message else { continue };
+        // Keys longer than a column holds are kept as their digest (the same every time).
+        let fit = |key: &str| match key.trim() {
+            "" => "unknown".to_owned(),
+            k if k.len() <= MAX_EVENT_KEY_LEN => k.to_owned(),
+            k => digest(k),
+        };
+        let external = event
+            .provider_message_id
+            .as_deref()
+            .or(event.message_id.as_deref())
+            .unwrap_or_default();
+        found.push(NewMessageEvent {
+            message_id,
+            provider: event.provider.to_owned(),
+            event_id: fit(&event.id),
+            external_id: fit(external),
+            kind: event.kind.as_str().to_owned(),
+            recipient: Some(event.recipient.clone()),
+            detail: event.detail.clone(),
+            at: event.at.unwrap_or_else(std::time::SystemTime::now),
+        });
+    }
+    messages.record_events(&found).await
+}
+
 fn digest(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
@@ -479,7 +527,11 @@ async fn accept<B: Backend>(
     provider: &str,
     events: &[ProviderEvent],
 ) -> Response {
-    match apply_events(&hooks.suppressions, &hooks.policy, events).await {
+    let applied = match apply_events(&hooks.suppressions, &hooks.policy, events).await {
+        Ok(_) => record_events(&hooks.messages, events).await,
+        Err(e) => Err(e),
+    };
+    match applied {
         Ok(_) => {
             if let Some(hook) = &hooks.on_event {
                 for e in events {

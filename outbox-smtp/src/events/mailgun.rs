@@ -115,6 +115,7 @@ fn event(e: &Value) -> Option<ProviderEvent> {
             e["recipient"].as_str()?,
             e["message"]["headers"]["message-id"].as_str(),
         )
+        .provider_message_id(e["message"]["headers"]["message-id"].as_str())
         .detail(detail)
         .at(e["timestamp"]
             .as_f64()

@@ -73,6 +73,11 @@ pub struct ProviderEvent {
     pub message_id: Option<String>,
     /// The outbox id of the email: the part of our `Message-ID` before `@`, when it is one.
     pub outbox_id: Option<String>,
+    /// The provider's own id of the email (Postmark's `MessageID`, SES's `messageId`,
+    /// SendGrid's `X-Message-Id`, Mailgun's `id` without angle brackets): what the
+    /// mailer recorded as the email's receipt when the provider's API took it, so the
+    /// event finds its outbox message when the `Message-ID` does not name it.
+    pub provider_message_id: Option<String>,
     /// When it happened, by the provider's clock.
     pub at: Option<SystemTime>,
     /// The provider's words: the SMTP reply, the bounce type, the complaint's feedback type.
@@ -103,6 +108,7 @@ impl ProviderEvent {
             recipient: recipient.trim().to_lowercase(),
             outbox_id: message_id.as_deref().and_then(outbox_id_of),
             message_id,
+            provider_message_id: None,
             at: None,
             detail: String::new(),
         }
@@ -110,6 +116,14 @@ impl ProviderEvent {
 
     pub(crate) fn at(mut self, at: Option<SystemTime>) -> Self {
         self.at = at;
+        self
+    }
+
+    pub(crate) fn provider_message_id(mut self, id: Option<&str>) -> Self {
+        self.provider_message_id = id
+            .map(|id| id.trim().trim_start_matches('<').trim_end_matches('>'))
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned);
         self
     }
 

@@ -96,6 +96,7 @@ pub fn event(body: &[u8]) -> Result<Option<ProviderEvent>, WebhookError> {
     .join(" ");
     Ok(Some(
         ProviderEvent::new("postmark", id, kind, recipient, ours)
+            .provider_message_id(r["MessageID"].as_str())
             .detail(detail)
             .at(at.and_then(parse_time)),
     ))

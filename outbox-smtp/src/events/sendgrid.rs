@@ -105,8 +105,13 @@ pub fn events(body: &[u8]) -> Result<Vec<ProviderEvent>, WebhookError> {
                 .filter_map(|k| e[*k].as_str())
                 .collect::<Vec<_>>()
                 .join(" ");
+            // `sg_message_id` is the `X-Message-Id` the API answered, then `.filter…`.
+            let sent_as = e["sg_message_id"]
+                .as_str()
+                .map(|id| id.split(".filter").next().unwrap_or(id));
             Some(
                 ProviderEvent::new("sendgrid", id, kind, recipient, e["smtp-id"].as_str())
+                    .provider_message_id(sent_as)
                     .detail(detail)
                     .at(e["timestamp"].as_i64().and_then(parse_time_unix)),
             )

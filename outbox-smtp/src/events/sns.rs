@@ -229,6 +229,7 @@ impl SnsMessage {
                 recipient,
                 message_id.as_deref(),
             )
+            .provider_message_id(v["mail"]["messageId"].as_str())
             .detail(detail)
             .at(at.as_str().and_then(parse_time))
         };

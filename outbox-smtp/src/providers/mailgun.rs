@@ -84,7 +84,9 @@ fn answered(answer: &HttpAnswer) -> Result<String, SendError> {
             .and_then(Value::as_str)
     };
     if (200..300).contains(&answer.status) {
-        return Ok(field("id").unwrap_or_default().to_owned());
+        // Without angle brackets, as Mailgun's events name the message.
+        let id = field("id").unwrap_or_default();
+        return Ok(id.trim_start_matches('<').trim_end_matches('>').to_owned());
     }
     let message = field("message").map(str::to_owned).unwrap_or_else(|| {
         let text = String::from_utf8_lossy(&answer.body);
