@@ -543,6 +543,21 @@ pub trait SiteResolver: Send + Sync + 'static {
     fn site<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Resolved>;
 }
 
+/// Every destination at one site ([`Shaping::one_site`]).
+#[derive(Debug)]
+struct OneSite(String);
+
+impl SiteResolver for OneSite {
+    fn site<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Resolved> {
+        Box::pin(async move {
+            Resolved {
+                site: Some(self.0.clone()),
+                ttl: Duration::from_secs(3600),
+            }
+        })
+    }
+}
+
 /// The traffic shaping of an outbox: sites with their limits, which destinations belong to
 /// which site, and the rules that react to failures.
 ///
@@ -630,6 +645,22 @@ impl Shaping {
         self
     }
 
+    /// Puts every destination key that no [`route`](Self::route) names at the one site
+    /// `site` (a resolver that always answers it): for messages that all go through one
+    /// intermediary that paces delivery itself — email through a provider's HTTP API. The
+    /// intermediary's "too fast" answers ([`HandlerError::slow_down`](crate::HandlerError::slow_down))
+    /// then slow that one site, and every message waits for room; give the site a
+    /// [`limit`](Self::site) to stay under the intermediary's rate from the start.
+    pub fn one_site(mut self, site: &str) -> Self {
+        let site = site.trim().to_ascii_lowercase();
+        if let Err(e) = check_site(&site) {
+            self.problems
+                .push(format!("shaping one_site `{site}`: {e}"));
+        }
+        self.resolver = Some(Arc::new(OneSite(site)));
+        self
+    }
+
     /// Resolves the site of destination keys that no route names (email's MX rollup).
     pub fn resolver(mut self, resolver: Arc<dyn SiteResolver>) -> Self {
         self.resolver = Some(resolver);
@@ -661,6 +692,20 @@ impl Shaping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_site_puts_every_unrouted_destination_at_it() {
+        let s = Shaping::new()
+            .route("special.example", "own")
+            .one_site(" API:SES ");
+        assert!(s.problems().is_empty(), "{:?}", s.problems());
+        let resolver = s.resolver.clone().expect("a resolver");
+        let answer = futures::executor::block_on(resolver.site("gmail.com"));
+        assert_eq!(answer.site.as_deref(), Some("api:ses"));
+        assert_eq!(s.static_site("special.example").as_deref(), Some("own"));
+        let bad = Shaping::new().one_site("");
+        assert_eq!(bad.problems().len(), 1, "{:?}", bad.problems());
+    }
 
     fn at(secs: f64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs)
