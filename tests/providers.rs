@@ -20,153 +20,36 @@
 //! you."}`, an error `{"message": "..."}` (400 bad request, 401 unauthorized, 429 too
 //! many requests).
 
+#[path = "common/api_stand.rs"]
+mod api_stand;
 mod common;
 
-use std::{
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc, Mutex,
-    },
-    time::Duration,
+use api_stand::{
+    dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
+    run_until, to_one, Answer, Received, Stand,
 };
-
-use axum::{
-    body::Bytes,
-    extract::State,
-    http::{HeaderMap, StatusCode},
-    routing::post,
-    Router,
-};
-use common::{eventually, TestDb};
+use common::TestDb;
 use outbox::{
     prelude::*,
     smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys},
-    DeadLetterFilter, RetrySchedule, SuppressionFilter, SuppressionReason,
+    DeadLetterFilter, SuppressionFilter, SuppressionReason,
 };
 use serde_json::Value;
 
 const TOKEN: &str = "server-token-0f3c";
 
-/// One request the stand-in received: its headers and JSON body.
-#[derive(Clone, Debug)]
-struct Received {
-    headers: HeaderMap,
-    json: Value,
+/// A stand-in for Postmark's `POST /email` on 127.0.0.1.
+async fn postmark(answer: Answer) -> Stand {
+    Stand::answering("/email", answer).await
 }
 
-/// What the stand-in answers every request with.
-#[derive(Clone)]
-struct Answer {
-    status: u16,
-    body: &'static str,
-    retry_after: Option<&'static str>,
-}
-
-#[derive(Clone)]
-struct Stand {
-    answer: Answer,
-    received: Arc<Mutex<Vec<Received>>>,
-}
-
-async fn email_endpoint(
-    State(stand): State<Stand>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, HeaderMap, String) {
-    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    stand
-        .received
-        .lock()
-        .unwrap()
-        .push(Received { headers, json });
-    let mut out = HeaderMap::new();
-    out.insert("content-type", "application/json".parse().unwrap());
-    if let Some(after) = stand.answer.retry_after {
-        out.insert("retry-after", after.parse().unwrap());
-    }
-    (
-        StatusCode::from_u16(stand.answer.status).unwrap(),
-        out,
-        stand.answer.body.to_owned(),
-    )
-}
-
-/// A stand-in for Postmark on 127.0.0.1; its port and what it received.
-async fn postmark(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>) {
-    let (port, received, _) = postmark_counting(answer).await;
-    (port, received)
-}
-
-/// [`postmark`], also counting the connections it accepted.
-async fn postmark_counting(answer: Answer) -> (u16, Arc<Mutex<Vec<Received>>>, Arc<AtomicUsize>) {
-    use axum::serve::ListenerExt as _;
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let app = Router::new()
-        .route("/email", post(email_endpoint))
-        .with_state(Stand {
-            answer,
-            received: received.clone(),
-        });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counter = connections.clone();
-    let listener = listener.tap_io(move |_| {
-        counter.fetch_add(1, Ordering::SeqCst);
-    });
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (port, received, connections)
-}
-
-const OK: Answer = Answer {
-    status: 200,
-    body: r#"{"To":"ann@example.org","SubmittedAt":"2024-05-01T10:00:00.0000000-04:00","MessageID":"0a129aee-e1cd-480d-b08d-4f48548ff48d","ErrorCode":0,"Message":"OK"}"#,
-    retry_after: None,
-};
+const OK: Answer = Answer::new(
+    200,
+    r#"{"To":"ann@example.org","SubmittedAt":"2024-05-01T10:00:00.0000000-04:00","MessageID":"0a129aee-e1cd-480d-b08d-4f48548ff48d","ErrorCode":0,"Message":"OK"}"#,
+);
 
 fn url(port: u16) -> String {
     format!("postmark://{TOKEN}@127.0.0.1:{port}?tls=none&stream=outbound")
-}
-
-async fn enqueue(db: &TestDb, email: Email) -> String {
-    let mut tx = db.pool.begin().await.unwrap();
-    let id = email.enqueue(&mut *tx).await.unwrap().id().to_string();
-    tx.commit().await.unwrap();
-    id
-}
-
-/// Retries an hour later, so a retried message is attempted once in a test.
-fn outbox_for(db: &TestDb, mailer: &Mailer) -> Outbox<SqliteBackend> {
-    Outbox::new(db.backend())
-        .retention(outbox::Retention::keep_for(Duration::from_secs(3600)))
-        .register_with::<Email, _>(
-            mailer.handler(),
-            QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_secs(3600)])),
-        )
-}
-
-/// Runs the outbox until `done` holds (at most 20 s).
-async fn run_until<F, Fut>(outbox: &Outbox<SqliteBackend>, what: &str, done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    outbox
-        .run_until(async {
-            assert!(eventually(Duration::from_secs(20), done).await, "{what}");
-        })
-        .await
-        .unwrap();
-}
-
-fn to_one(to: &str) -> Email {
-    Email::builder()
-        .from("Shop <shop@example.com>")
-        .to(to)
-        .subject("Your order")
-        .text("Thanks")
-        .build()
-        .unwrap()
 }
 
 /// Requests go over kept-alive connections: 60 emails at concurrency 4 open at most a
@@ -174,19 +57,16 @@ fn to_one(to: &str) -> Email {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_to_the_api_are_kept_alive_and_reused() {
     let db = TestDb::new().await;
-    let (port, received, connections) = postmark_counting(OK).await;
-    let mailer = Mailer::new(MailerConfig::from_url(&url(port)).unwrap()).unwrap();
+    let stand = postmark(OK).await;
+    let mailer = Mailer::new(MailerConfig::from_url(&url(stand.port)).unwrap()).unwrap();
     let mut ids = Vec::new();
     for i in 0..60 {
         ids.push(enqueue(&db, to_one(&format!("user{i}@example.org"))).await);
     }
     let outbox = Outbox::new(db.backend())
         .register_with::<Email, _>(mailer.handler(), QueueOptions::new().concurrency(4));
-    run_until(&outbox, "all delivered", || async {
-        received.lock().unwrap().len() >= 60
-    })
-    .await;
-    let opened = connections.load(Ordering::SeqCst);
+    run_until(&outbox, "all delivered", || async { stand.count() >= 60 }).await;
+    let opened = stand.connections();
     println!("60 emails over {opened} connection(s)");
     assert!(
         (1..=8).contains(&opened),
@@ -197,7 +77,8 @@ async fn connections_to_the_api_are_kept_alive_and_reused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueued_email_reaches_postmark_field_by_field() {
     let db = TestDb::new().await;
-    let (port, received) = postmark(OK).await;
+    let stand = postmark(OK).await;
+    let port = stand.port;
     let keys = UnsubscribeKeys::new("2026-11", [7u8; 32]).unwrap();
     let config = MailerConfig::from_url(&url(port))
         .unwrap()
@@ -241,10 +122,10 @@ async fn an_enqueued_email_reaches_postmark_field_by_field() {
     })
     .await;
 
-    let mut received = received.lock().unwrap().clone();
+    let mut received = stand.received();
     assert_eq!(received.len(), 2, "{received:?}");
-    received.sort_by_key(|r| r.json["Subject"] == "November news");
-    let Received { headers, json } = &received[0];
+    received.sort_by_key(|r| r.json()["Subject"] == "November news");
+    let (headers, json) = (&received[0].headers, &received[0].json());
     assert_eq!(headers["x-postmark-server-token"], TOKEN);
     assert_eq!(headers["accept"], "application/json");
     assert_eq!(headers["content-type"], "application/json");
@@ -278,7 +159,7 @@ async fn an_enqueued_email_reaches_postmark_field_by_field() {
     assert_eq!(header(json, "X-Campaign").as_deref(), Some("november"));
     assert_eq!(header(json, "List-Unsubscribe"), None, "not a list email");
 
-    let news = &received[1].json;
+    let news = &received[1].json();
     assert_eq!(news["To"], "bob@example.org");
     assert_eq!(news["HtmlBody"], "<p>News</p>");
     assert!(news.get("TextBody").is_none() && news.get("Cc").is_none());
@@ -330,13 +211,12 @@ async fn an_enqueued_email_reaches_postmark_field_by_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inactive_recipient_is_suppressed_and_the_email_is_a_dead_letter() {
     let db = TestDb::new().await;
-    let (port, received) = postmark(Answer {
-        status: 422,
-        body: r#"{"ErrorCode":406,"Message":"You tried to send to recipient(s) that have been marked as inactive."}"#,
-        retry_after: None,
-    })
+    let stand = postmark(Answer::new(
+        422,
+        r#"{"ErrorCode":406,"Message":"You tried to send to recipient(s) that have been marked as inactive."}"#,
+    ))
     .await;
-    let mailer = Mailer::from_url(&url(port)).unwrap();
+    let mailer = Mailer::from_url(&url(stand.port)).unwrap();
     let id = enqueue(&db, to_one("gone@example.org")).await;
     let outbox = outbox_for(&db, &mailer);
     let admin = outbox.admin();
@@ -344,7 +224,7 @@ async fn an_inactive_recipient_is_suppressed_and_the_email_is_a_dead_letter() {
         db.status(&id).await.is_none()
     })
     .await;
-    assert_eq!(received.lock().unwrap().len(), 1);
+    assert_eq!(stand.count(), 1);
     let dead = admin
         .dead_letters()
         .list(&DeadLetterFilter::type_tag("outbox.email"), 0, 10)
@@ -364,101 +244,57 @@ async fn an_inactive_recipient_is_suppressed_and_the_email_is_a_dead_letter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests_defers_without_using_an_attempt() {
     let db = TestDb::new().await;
-    let (port, received) = postmark(Answer {
-        status: 429,
-        body: r#"{"ErrorCode":0,"Message":"Too many requests"}"#,
-        retry_after: Some("120"),
-    })
+    let stand = postmark(
+        Answer::new(429, r#"{"ErrorCode":0,"Message":"Too many requests"}"#)
+            .with_headers(&[("retry-after", "120")]),
+    )
     .await;
-    let mailer = Mailer::from_url(&url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    // No `Shaping` configured: the slow-down is a snooze of `Retry-After`.
-    let outbox = outbox_for(&db, &mailer);
-    run_until(&outbox, "snoozed", || async {
-        !received.lock().unwrap().is_empty()
-            && db.row(&id).await.2.is_some_and(|e| e.contains("429"))
-    })
-    .await;
-    let (status, attempts, error) = db.row(&id).await;
-    assert_eq!((status.as_str(), attempts), ("queued", 0), "{error:?}");
-    let error = error.unwrap();
+    let mailer = Mailer::from_url(&url(stand.port)).unwrap();
+    let error = deferred_without_an_attempt(&db, &mailer, &stand).await;
     assert!(error.contains("Too many requests"), "{error}");
-    assert_eq!(received.lock().unwrap().len(), 1, "not tried again at once");
-    let dead = outbox
-        .admin()
-        .dead_letters()
-        .count(&DeadLetterFilter::all())
-        .await
-        .unwrap();
-    assert_eq!(dead, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_token_opens_the_breaker() {
     let db = TestDb::new().await;
-    let (port, _received) = postmark(Answer {
-        status: 401,
-        body: r#"{"ErrorCode":10,"Message":"Bad or missing Server API token."}"#,
-        retry_after: None,
-    })
+    let stand = postmark(Answer::new(
+        401,
+        r#"{"ErrorCode":10,"Message":"Bad or missing Server API token."}"#,
+    ))
     .await;
-    let mailer = Mailer::from_url(&url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    let outbox = outbox_for(&db, &mailer);
-    let admin = outbox.admin();
-    let name = format!("postmark:127.0.0.1:{port}");
-    run_until(&outbox, "breaker opened", || async {
-        admin
-            .breakers()
-            .await
-            .unwrap()
-            .iter()
-            .any(|b| b.name == name && b.times_opened >= 1)
-    })
-    .await;
-    let breakers = admin.breakers().await.unwrap();
-    let breaker = breakers.iter().find(|b| b.name == name).unwrap();
-    let reason = breaker.reason.clone().unwrap_or_default();
+    let mailer = Mailer::from_url(&url(stand.port)).unwrap();
+    let name = format!("postmark:127.0.0.1:{}", stand.port);
+    let reason = opens_the_breaker(&db, &mailer, &name).await;
     assert!(
         reason.contains("401") && reason.contains("ErrorCode 10"),
-        "{breaker:?}"
+        "{reason}"
     );
     assert!(!reason.contains(TOKEN));
-    let (status, _, _) = db.row(&id).await;
-    assert_ne!(status, "dead", "an outage never makes a dead letter");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_error_is_retried() {
     let db = TestDb::new().await;
-    let (port, received) = postmark(Answer {
-        status: 500,
-        body: r#"{"ErrorCode":0,"Message":"Internal server error"}"#,
-        retry_after: None,
-    })
+    let stand = postmark(Answer::new(
+        500,
+        r#"{"ErrorCode":0,"Message":"Internal server error"}"#,
+    ))
     .await;
-    let mailer = Mailer::from_url(&url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    let outbox = outbox_for(&db, &mailer);
-    run_until(&outbox, "failed attempt", || async {
-        db.row(&id).await.1 == 1
-    })
-    .await;
-    let (status, attempts, error) = db.row(&id).await;
-    assert_eq!((status.as_str(), attempts), ("queued", 1));
-    let error = error.unwrap();
+    let mailer = Mailer::from_url(&url(stand.port)).unwrap();
+    let error = retried(&db, &mailer, &stand).await;
     assert!(
         error.contains("HTTP 500") && error.contains("Internal server error"),
         "{error}"
     );
-    assert_eq!(received.lock().unwrap().len(), 1);
 }
 
 // ---- Mailgun ----
 
 const MAILGUN_KEY: &str = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
 const MAILGUN_DOMAIN: &str = "mg.example.com";
-const MAILGUN_ID: &str = "<20240501100000.1.A1B2C3D4E5F6@mg.example.com>";
+/// Mailgun's id of the email as kept: its answer's `id` without the angle brackets (as its
+/// events name the message).
+const MAILGUN_ID: &str = "20240501100000.1.A1B2C3D4E5F6@mg.example.com";
 
 /// An Ed25519 key made for this test only (`openssl genpkey -algorithm ed25519`).
 const DKIM_KEY: &str = "-----BEGIN PRIVATE KEY-----
@@ -469,11 +305,23 @@ MC4CAQAwBQYDK2VwBCIEILW5RxOWbE4voLMrX4yeoZlBKZPFEcPOuXt51NF0Gr5i
 /// One request the Mailgun stand-in received: its headers and form fields (name, value).
 #[derive(Clone, Debug)]
 struct Form {
-    headers: HeaderMap,
+    headers: axum::http::HeaderMap,
     fields: Vec<(String, Vec<u8>)>,
 }
 
 impl Form {
+    /// The form `received` carries (the test fails when it is not one).
+    fn of(received: &Received) -> Self {
+        let content_type = received.header("content-type");
+        let boundary = content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap_or_else(|| panic!("not a form: {content_type}"));
+        Self {
+            headers: received.headers.clone(),
+            fields: form_fields(boundary, &received.body),
+        }
+    }
+
     fn field(&self, name: &str) -> &[u8] {
         let found = self.fields.iter().find(|(n, _)| n == name);
         &found
@@ -484,12 +332,6 @@ impl Form {
     fn text(&self, name: &str) -> String {
         String::from_utf8(self.field(name).to_vec()).unwrap()
     }
-}
-
-#[derive(Clone)]
-struct MailgunStand {
-    answer: Answer,
-    received: Arc<Mutex<Vec<Form>>>,
 }
 
 /// The fields of `multipart/form-data` `body` (RFC 7578) with `boundary`.
@@ -524,67 +366,31 @@ fn form_fields(boundary: &str, body: &[u8]) -> Vec<(String, Vec<u8>)> {
     }
 }
 
-async fn messages_mime(
-    State(stand): State<MailgunStand>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, HeaderMap, String) {
-    let content_type = headers["content-type"].to_str().unwrap().to_owned();
-    let boundary = content_type
-        .strip_prefix("multipart/form-data; boundary=")
-        .unwrap_or_else(|| panic!("not a form: {content_type}"));
-    let fields = form_fields(boundary, &body);
-    stand
-        .received
-        .lock()
-        .unwrap()
-        .push(Form { headers, fields });
-    let mut out = HeaderMap::new();
-    out.insert("content-type", "application/json".parse().unwrap());
-    if let Some(after) = stand.answer.retry_after {
-        out.insert("retry-after", after.parse().unwrap());
-    }
-    (
-        StatusCode::from_u16(stand.answer.status).unwrap(),
-        out,
-        stand.answer.body.to_owned(),
-    )
+/// A stand-in for Mailgun on 127.0.0.1 (the domain `mg.example.com`).
+async fn mailgun(answer: Answer) -> Stand {
+    Stand::answering(&format!("/v3/{MAILGUN_DOMAIN}/messages.mime"), answer).await
 }
 
-/// A stand-in for Mailgun on 127.0.0.1 (the domain `mg.example.com`); its port and what
-/// it received.
-async fn mailgun(answer: Answer) -> (u16, Arc<Mutex<Vec<Form>>>) {
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let app = Router::new()
-        .route(
-            &format!("/v3/{MAILGUN_DOMAIN}/messages.mime"),
-            post(messages_mime),
-        )
-        .with_state(MailgunStand {
-            answer,
-            received: received.clone(),
-        });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (port, received)
+/// The forms the Mailgun stand-in received.
+fn forms(stand: &Stand) -> Vec<Form> {
+    stand.received().iter().map(Form::of).collect()
 }
 
 fn mailgun_url(port: u16) -> String {
     format!("mailgun://{MAILGUN_KEY}@{MAILGUN_DOMAIN}?host=127.0.0.1:{port}&tls=none")
 }
 
-const QUEUED: Answer = Answer {
-    status: 200,
-    body: r#"{"id":"<20240501100000.1.A1B2C3D4E5F6@mg.example.com>","message":"Queued. Thank you."}"#,
-    retry_after: None,
-};
+const QUEUED: Answer = Answer::new(
+    200,
+    r#"{"id":"<20240501100000.1.A1B2C3D4E5F6@mg.example.com>","message":"Queued. Thank you."}"#,
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueued_email_reaches_mailgun_as_our_signed_mime() {
     use base64::Engine as _;
     let db = TestDb::new().await;
-    let (port, received) = mailgun(QUEUED).await;
+    let stand = mailgun(QUEUED).await;
+    let port = stand.port;
     let signer = outbox::smtp::DkimSigner::from_pem("example.com", "s1", DKIM_KEY).unwrap();
     let config = MailerConfig::from_url(&mailgun_url(port))
         .unwrap()
@@ -614,7 +420,7 @@ async fn an_enqueued_email_reaches_mailgun_as_our_signed_mime() {
     })
     .await;
 
-    let received = received.lock().unwrap().clone();
+    let received = forms(&stand);
     assert_eq!(received.len(), 1, "{received:?}");
     let form = &received[0];
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("api:{MAILGUN_KEY}"));
@@ -671,34 +477,20 @@ async fn an_enqueued_email_reaches_mailgun_as_our_signed_mime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_mailgun_refuses_is_a_dead_letter_with_its_message() {
     let db = TestDb::new().await;
-    let (port, received) = mailgun(Answer {
-        status: 400,
-        body: r#"{"message":"to parameter is not a valid address. please check documentation"}"#,
-        retry_after: None,
-    })
+    let stand = mailgun(Answer::new(
+        400,
+        r#"{"message":"to parameter is not a valid address. please check documentation"}"#,
+    ))
     .await;
-    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    let outbox = outbox_for(&db, &mailer);
-    let admin = outbox.admin();
-    run_until(&outbox, "dead letter", || async {
-        db.status(&id).await.is_none()
-    })
-    .await;
-    assert_eq!(received.lock().unwrap().len(), 1);
-    let dead = admin
-        .dead_letters()
-        .list(&DeadLetterFilter::type_tag("outbox.email"), 0, 10)
-        .await
-        .unwrap();
-    assert_eq!(dead.len(), 1, "{dead:?}");
-    let error = &dead[0].last_error;
+    let mailer = Mailer::from_url(&mailgun_url(stand.port)).unwrap();
+    let error = dead_letter(&db, &mailer, &stand).await;
     assert!(
         error.contains("mailgun answered HTTP 400: to parameter is not a valid address"),
         "{error}"
     );
     assert!(!error.contains(MAILGUN_KEY));
-    let suppressed = admin
+    let suppressed = outbox_for(&db, &mailer)
+        .admin()
         .suppressions()
         .list(&SuppressionFilter::default(), 10, 0)
         .await
@@ -709,76 +501,37 @@ async fn a_request_mailgun_refuses_is_a_dead_letter_with_its_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mailgun_too_many_requests_defers_without_using_an_attempt() {
     let db = TestDb::new().await;
-    let (port, received) = mailgun(Answer {
-        status: 429,
-        body: r#"{"message":"Too many requests"}"#,
-        retry_after: Some("120"),
-    })
+    let stand = mailgun(
+        Answer::new(429, r#"{"message":"Too many requests"}"#)
+            .with_headers(&[("retry-after", "120")]),
+    )
     .await;
-    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    let outbox = outbox_for(&db, &mailer);
-    run_until(&outbox, "snoozed", || async {
-        !received.lock().unwrap().is_empty()
-            && db.row(&id).await.2.is_some_and(|e| e.contains("429"))
-    })
-    .await;
-    let (status, attempts, error) = db.row(&id).await;
-    assert_eq!((status.as_str(), attempts), ("queued", 0), "{error:?}");
-    let error = error.unwrap();
+    let mailer = Mailer::from_url(&mailgun_url(stand.port)).unwrap();
+    let error = deferred_without_an_attempt(&db, &mailer, &stand).await;
     assert!(
         error.contains("mailgun answered HTTP 429: Too many requests"),
         "{error}"
     );
-    assert_eq!(received.lock().unwrap().len(), 1, "not tried again at once");
-    let dead = outbox
-        .admin()
-        .dead_letters()
-        .count(&DeadLetterFilter::all())
-        .await
-        .unwrap();
-    assert_eq!(dead, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_mailgun_key_opens_the_breaker() {
     let db = TestDb::new().await;
-    let (port, _received) = mailgun(Answer {
-        status: 401,
-        body: "Forbidden",
-        retry_after: None,
-    })
-    .await;
-    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
-    let id = enqueue(&db, to_one("ann@example.org")).await;
-    let outbox = outbox_for(&db, &mailer);
-    let admin = outbox.admin();
-    let name = format!("mailgun:127.0.0.1:{port}");
-    run_until(&outbox, "breaker opened", || async {
-        admin
-            .breakers()
-            .await
-            .unwrap()
-            .iter()
-            .any(|b| b.name == name && b.times_opened >= 1)
-    })
-    .await;
-    let breakers = admin.breakers().await.unwrap();
-    let breaker = breakers.iter().find(|b| b.name == name).unwrap();
-    let reason = breaker.reason.clone().unwrap_or_default();
+    let stand = mailgun(Answer::new(401, "Forbidden")).await;
+    let mailer = Mailer::from_url(&mailgun_url(stand.port)).unwrap();
+    let name = format!("mailgun:127.0.0.1:{}", stand.port);
+    let reason = opens_the_breaker(&db, &mailer, &name).await;
     assert!(
         reason.contains("mailgun answered HTTP 401: Forbidden"),
-        "{breaker:?}"
+        "{reason}"
     );
     assert!(!reason.contains(MAILGUN_KEY));
-    let (status, _, _) = db.row(&id).await;
-    assert_ne!(status, "dead", "an outage never makes a dead letter");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raw_email_goes_to_mailgun_as_it_is() {
-    let (port, received) = mailgun(QUEUED).await;
-    let mailer = Mailer::from_url(&mailgun_url(port)).unwrap();
+    let stand = mailgun(QUEUED).await;
+    let mailer = Mailer::from_url(&mailgun_url(stand.port)).unwrap();
     let data = b"From: shop@example.com\r\nTo: ann@example.org\r\nSubject: Raw\r\n\r\nHello\r\n";
     let raw = outbox::smtp::RawEmail {
         from: Some("shop@example.com".into()),
@@ -791,7 +544,7 @@ async fn a_raw_email_goes_to_mailgun_as_it_is() {
         .await
         .unwrap();
     assert_eq!(delivery.provider_id.as_deref(), Some(MAILGUN_ID));
-    let received = received.lock().unwrap().clone();
+    let received = forms(&stand);
     assert_eq!(received.len(), 1);
     assert_eq!(
         received[0].text("to"),

@@ -31,6 +31,10 @@ pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 pub use config::{
     MailgunConfig, PostmarkConfig, MAILGUN_API_HOST, MAILGUN_EU_API_HOST, POSTMARK_API_HOST,
 };
+#[cfg(feature = "providers")]
+pub use config::{
+    ResendConfig, SendGridConfig, RESEND_API_HOST, SENDGRID_API_HOST, SENDGRID_EU_API_HOST,
+};
 #[cfg(feature = "dkim")]
 pub use dkim::{DkimAlgorithm, DkimSigner, OVERSIGNED_HEADERS, SIGNED_HEADERS};
 pub use email::{Attachment, Email, EmailBuilder, Header, Mailbox, MAX_ATTACHMENT_BYTES};

@@ -124,7 +124,10 @@ impl Mailer {
             Transport::Log => Sender::Log,
             Transport::Capture => Sender::Capture(Captured::default()),
             #[cfg(feature = "providers")]
-            transport @ (Transport::Postmark(_) | Transport::Mailgun(_)) => {
+            transport @ (Transport::Postmark(_)
+            | Transport::Mailgun(_)
+            | Transport::SendGrid(_)
+            | Transport::Resend(_)) => {
                 Sender::Api(Box::new(crate::providers::ApiSender::new(transport)?))
             }
         };
@@ -204,10 +207,11 @@ impl Mailer {
 
     /// The downstream this mailer sends to, as a circuit breaker's name:
     /// `smtp:host:port` for SMTP, `postmark:host:port` for Postmark, `mailgun:host:port`
-    /// for Mailgun (its API host), `None` for the file and log transports (they are never
-    /// down). Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of
-    /// your own whose handler sends through [`Mailer::send`], so that it shares the
-    /// breaker of the mailer's [`Email`] type.
+    /// for Mailgun, `sendgrid:host:port` and `resend:host:port` for SendGrid and Resend
+    /// (their API hosts), `None` for the file and log transports (they are never down).
+    /// Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of your own
+    /// whose handler sends through [`Mailer::send`], so that it shares the breaker of the
+    /// mailer's [`Email`] type.
     pub fn downstream(&self) -> Option<String> {
         match &self.inner.config.transport {
             Transport::Smtp(smtp) => {
@@ -224,6 +228,18 @@ impl Mailer {
                 "mailgun:{}:{}",
                 mailgun.api_host(),
                 mailgun.effective_port()
+            )),
+            #[cfg(feature = "providers")]
+            Transport::SendGrid(sendgrid) => Some(format!(
+                "sendgrid:{}:{}",
+                sendgrid.api_host(),
+                sendgrid.effective_port()
+            )),
+            #[cfg(feature = "providers")]
+            Transport::Resend(resend) => Some(format!(
+                "resend:{}:{}",
+                resend.api_host(),
+                resend.effective_port()
             )),
             Transport::File(_) | Transport::Log | Transport::Capture => None,
         }
@@ -318,7 +334,7 @@ impl Mailer {
             #[cfg(feature = "providers")]
             Sender::Api(sender) if sender.takes_fields() => {
                 let api = render::prepare_api(email, id, type_tag, &options)?;
-                let provider_id = sender.send_fields(email, &api).await?;
+                let provider_id = sender.send_fields(email, &api, id).await?;
                 tracing::debug!(
                     message.id = %id, message_id = %api.message_id,
                     provider = sender.provider(), provider.id = %provider_id,

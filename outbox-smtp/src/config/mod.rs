@@ -11,6 +11,10 @@ mod endpoint;
 mod mailgun;
 #[cfg(feature = "providers")]
 mod postmark;
+#[cfg(feature = "providers")]
+mod resend;
+#[cfg(feature = "providers")]
+mod sendgrid;
 mod smtp;
 mod url;
 
@@ -22,6 +26,10 @@ pub(crate) use endpoint::ApiEndpoint;
 pub use mailgun::{MailgunConfig, MAILGUN_API_HOST, MAILGUN_EU_API_HOST};
 #[cfg(feature = "providers")]
 pub use postmark::{PostmarkConfig, POSTMARK_API_HOST};
+#[cfg(feature = "providers")]
+pub use resend::{ResendConfig, RESEND_API_HOST};
+#[cfg(feature = "providers")]
+pub use sendgrid::{SendGridConfig, SENDGRID_API_HOST, SENDGRID_EU_API_HOST};
 pub use smtp::{Credentials, Security, SmtpConfig};
 
 use crate::{ConfigError, TestRedirect};
@@ -45,6 +53,12 @@ pub enum Transport {
     /// Mailgun's `messages.mime` API over HTTPS (feature `providers`).
     #[cfg(feature = "providers")]
     Mailgun(MailgunConfig),
+    /// SendGrid's v3 Mail Send API over HTTPS (feature `providers`).
+    #[cfg(feature = "providers")]
+    SendGrid(SendGridConfig),
+    /// Resend's Email API over HTTPS (feature `providers`).
+    #[cfg(feature = "providers")]
+    Resend(ResendConfig),
 }
 
 /// Everything a [`Mailer`](crate::Mailer) needs: the transport, the Message-ID domain
@@ -87,6 +101,19 @@ impl MailerConfig {
     ///   recipient (Bcc included). `connect_timeout`, `timeout` and `tls=none` (loopback
     ///   only: `mailgun://KEY@mg.example.com?host=127.0.0.1:8025&tls=none`) as for
     ///   Postmark. The key is percent-decoded and never shown by `Display` or `Debug`.
+    /// * `sendgrid://API_KEY` — SendGrid's v3 Mail Send API over HTTPS (feature
+    ///   `providers`): the email's fields as SendGrid's JSON (tags as categories, the
+    ///   outbox message id in `custom_args`), to `api.sendgrid.com`, or
+    ///   `api.eu.sendgrid.com` with `region=eu` (EU data residency); `host=HOST[:PORT]`,
+    ///   `connect_timeout`, `timeout`, `pool` and `tls=none` (loopback only:
+    ///   `sendgrid://KEY?host=127.0.0.1:8025&tls=none`) as for Mailgun. An email over
+    ///   SendGrid's limits (30 MB, 1000 recipients) is a dead letter before it is sent.
+    /// * `resend://API_KEY` — Resend's Email API over HTTPS (feature `providers`): the
+    ///   email's fields as Resend's JSON to `api.resend.com`, with the outbox message id
+    ///   as the `Idempotency-Key` (a retry is never sent twice) and as the tag
+    ///   `outbox_message_id`; the parameters as for SendGrid but `region`. An email over
+    ///   Resend's limits (40 MB, 50 recipients) is a dead letter before it is sent. Both
+    ///   keys are percent-decoded and never shown by `Display` or `Debug`.
     ///
     /// Query parameters (SMTP): `pool=4`, `helo=mail.example.com`, `connect_timeout=10s`,
     /// `timeout=60s` (each command), `idle_timeout=60s`, `ca_file=/path/ca.pem` (an extra
@@ -117,6 +144,18 @@ impl MailerConfig {
     #[cfg(feature = "providers")]
     pub fn mailgun(config: MailgunConfig) -> Self {
         Self::with_transport(Transport::Mailgun(config))
+    }
+
+    /// Sends through SendGrid's v3 Mail Send API (feature `providers`).
+    #[cfg(feature = "providers")]
+    pub fn sendgrid(config: SendGridConfig) -> Self {
+        Self::with_transport(Transport::SendGrid(config))
+    }
+
+    /// Sends through Resend's Email API (feature `providers`).
+    #[cfg(feature = "providers")]
+    pub fn resend(config: ResendConfig) -> Self {
+        Self::with_transport(Transport::Resend(config))
     }
 
     /// Logs each message instead of sending it.
@@ -225,6 +264,10 @@ impl MailerConfig {
             Transport::Postmark(postmark) => postmark.check(),
             #[cfg(feature = "providers")]
             Transport::Mailgun(mailgun) => mailgun.check(),
+            #[cfg(feature = "providers")]
+            Transport::SendGrid(sendgrid) => sendgrid.check(),
+            #[cfg(feature = "providers")]
+            Transport::Resend(resend) => resend.check(),
             Transport::File(dir) if dir.as_os_str().is_empty() => Err(ConfigError::new(
                 "file",
                 "the directory is empty; write file:///absolute/dir or file://relative/dir",
@@ -250,6 +293,16 @@ impl fmt::Display for MailerConfig {
             #[cfg(feature = "providers")]
             Transport::Mailgun(mailgun) => {
                 fmt::Display::fmt(mailgun, f)?;
+                sep = '&';
+            }
+            #[cfg(feature = "providers")]
+            Transport::SendGrid(sendgrid) => {
+                fmt::Display::fmt(sendgrid, f)?;
+                sep = '&';
+            }
+            #[cfg(feature = "providers")]
+            Transport::Resend(resend) => {
+                fmt::Display::fmt(resend, f)?;
                 sep = '&';
             }
             Transport::File(dir) => write!(f, "file://{}", dir.display())?,

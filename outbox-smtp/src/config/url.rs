@@ -14,6 +14,9 @@ const POSTMARK_ONLY: &str = "stream";
 /// Query parameters only Mailgun accepts (besides the endpoint's).
 #[cfg(feature = "providers")]
 const MAILGUN_ONLY: &str = "region (us, eu)";
+/// Query parameters only SendGrid accepts (besides the endpoint's).
+#[cfg(feature = "providers")]
+const SENDGRID_ONLY: &str = "region (global, eu)";
 /// Query parameters only SMTP accepts.
 const SMTP_ONLY: &str = "tls, pool, helo, connect_timeout, timeout, idle_timeout, ca_file";
 
@@ -37,6 +40,8 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
         "smtp" | "smtps" => smtp(text, scheme == "smtps")?,
         "postmark" => postmark(text)?,
         "mailgun" => mailgun(text)?,
+        "sendgrid" => sendgrid(text)?,
+        "resend" => resend(text)?,
         "file" => {
             if before_query.is_empty() {
                 return Err(ConfigError::new(
@@ -68,8 +73,8 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
             return Err(ConfigError::new(
                 "url",
                 format!(
-                    "unknown scheme {other:?}; use smtp, smtps, postmark, mailgun, file, log or \
-                     capture"
+                    "unknown scheme {other:?}; use smtp, smtps, postmark, mailgun, sendgrid, \
+                     resend, file, log or capture"
                 ),
             ))
         }
@@ -215,6 +220,91 @@ fn mailgun(_: &str) -> Result<MailerConfig, ConfigError> {
     ))
 }
 
+/// The API key of `scheme://API_KEY` (a trailing `@` allowed), percent-decoded.
+#[cfg(feature = "providers")]
+fn key_only(text: &str, provider: &str, scheme: &str) -> Result<String, ConfigError> {
+    let rest = text.split_once("://").map(|(_, r)| r).unwrap_or_default();
+    let head = rest.split(['?', '#']).next().unwrap_or_default();
+    let head = head.strip_suffix('@').unwrap_or(head);
+    if head.is_empty() {
+        return Err(ConfigError::new(
+            "key",
+            format!("the URL has no API key: {scheme}://API_KEY"),
+        ));
+    }
+    if head.contains(['@', '/', ':']) {
+        return Err(ConfigError::new(
+            "url",
+            format!(
+                "a {provider} URL is {scheme}://API_KEY with nothing else before the query: \
+                 percent-encode a '/', ':' or '@' in the key, and name another API host with \
+                 ?host=HOST:PORT"
+            ),
+        ));
+    }
+    decode(head, "key")
+}
+
+/// SendGrid: `sendgrid://API_KEY`. Query parameters come later.
+#[cfg(feature = "providers")]
+fn sendgrid(text: &str) -> Result<MailerConfig, ConfigError> {
+    let key = key_only(text, "SendGrid", "sendgrid")?;
+    Ok(MailerConfig::sendgrid(super::SendGridConfig::new(key)))
+}
+
+/// Resend: `resend://API_KEY`. Query parameters come later.
+#[cfg(feature = "providers")]
+fn resend(text: &str) -> Result<MailerConfig, ConfigError> {
+    let key = key_only(text, "Resend", "resend")?;
+    Ok(MailerConfig::resend(super::ResendConfig::new(key)))
+}
+
+#[cfg(not(feature = "providers"))]
+fn sendgrid(_: &str) -> Result<MailerConfig, ConfigError> {
+    Err(ConfigError::new(
+        "url",
+        "sendgrid:// needs the cargo feature `providers` (of outbox or outbox-smtp)",
+    ))
+}
+
+#[cfg(not(feature = "providers"))]
+fn resend(_: &str) -> Result<MailerConfig, ConfigError> {
+    Err(ConfigError::new(
+        "url",
+        "resend:// needs the cargo feature `providers` (of outbox or outbox-smtp)",
+    ))
+}
+
+#[cfg(feature = "providers")]
+fn sendgrid_param(
+    sendgrid: &mut super::SendGridConfig,
+    key: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    use super::{SENDGRID_API_HOST, SENDGRID_EU_API_HOST};
+    if key == "region" {
+        if sendgrid.endpoint.host_named() {
+            return Err(ConfigError::new(
+                key,
+                "the API host is named twice (region and host): give one of them",
+            ));
+        }
+        sendgrid.endpoint.host = match value.to_ascii_lowercase().as_str() {
+            "global" | "us" => SENDGRID_API_HOST,
+            "eu" => SENDGRID_EU_API_HOST,
+            _ => {
+                return Err(ConfigError::new(
+                    "region",
+                    format!("{value:?} is not one of global, eu"),
+                ))
+            }
+        }
+        .to_owned();
+        return Ok(());
+    }
+    endpoint_param(&mut sendgrid.endpoint, key, value, SENDGRID_ONLY)
+}
+
 #[cfg(feature = "providers")]
 fn mailgun_param(
     mailgun: &mut super::MailgunConfig,
@@ -270,10 +360,14 @@ fn endpoint_param(
     if endpoint.param(key, value)? {
         return Ok(());
     }
+    let provider_only = match provider_only {
+        "" => String::new(),
+        only => format!("{only}, "),
+    };
     Err(ConfigError::new(
         key,
         format!(
-            "unknown parameter; accepted: {provider_only}, {}, {COMMON}",
+            "unknown parameter; accepted: {provider_only}{}, {COMMON}",
             super::endpoint::ENDPOINT_PARAMS
         ),
     ))
@@ -312,6 +406,10 @@ fn apply_params(
             (_, Transport::Postmark(postmark)) => postmark_param(postmark, key, value)?,
             #[cfg(feature = "providers")]
             (_, Transport::Mailgun(mailgun)) => mailgun_param(mailgun, key, value)?,
+            #[cfg(feature = "providers")]
+            (_, Transport::SendGrid(sendgrid)) => sendgrid_param(sendgrid, key, value)?,
+            #[cfg(feature = "providers")]
+            (_, Transport::Resend(resend)) => endpoint_param(&mut resend.endpoint, key, value, "")?,
             _ => {
                 return Err(ConfigError::new(
                     key,
@@ -626,6 +724,135 @@ mod tests {
                 .map(|c| c.check().unwrap_err().setting)
                 .unwrap_or_else(|e| e.setting),
             "domain"
+        );
+    }
+
+    #[cfg(feature = "providers")]
+    #[test]
+    fn sendgrid_urls() {
+        use crate::config::SendGridConfig;
+        let sendgrid_of = |url: &str| match parse(url).unwrap().transport {
+            Transport::SendGrid(s) => s,
+            other => panic!("not sendgrid: {other:?}"),
+        };
+        let s = sendgrid_of("sendgrid://SG.abc_DEF-1.xyz%2F9");
+        assert_eq!(s.key, "SG.abc_DEF-1.xyz/9");
+        assert_eq!(
+            (s.api_host(), s.effective_port(), s.is_tls()),
+            ("api.sendgrid.com", 443, true)
+        );
+        assert_eq!(sendgrid_of("sendgrid://SG.k@").key, "SG.k");
+        let s = sendgrid_of("sendgrid://SG.k?region=eu");
+        assert_eq!(s.api_host(), "api.eu.sendgrid.com");
+        assert_eq!(s, SendGridConfig::new("SG.k").eu());
+        assert_eq!(
+            sendgrid_of("sendgrid://SG.k?region=global").api_host(),
+            "api.sendgrid.com"
+        );
+        let s = sendgrid_of("sendgrid://SG.k?host=127.0.0.1:8025&tls=none&timeout=5s&pool=2");
+        assert_eq!(
+            (s.api_host(), s.effective_port(), s.is_tls()),
+            ("127.0.0.1", 8025, false)
+        );
+        assert_eq!(s.endpoint.timeout, Duration::from_secs(5));
+        assert_eq!(s.endpoint.pool, 2);
+        assert!(parse("sendgrid://SG.k?host=[::1]:9&tls=none")
+            .unwrap()
+            .check()
+            .is_ok());
+
+        // The key is never shown; what is shown reads back as the same settings.
+        for url in [
+            "sendgrid://SG.secret-key-9f",
+            "sendgrid://SG.secret-key-9f?region=eu&message_id_domain=example.com",
+            "sendgrid://SG.secret-key-9f?host=127.0.0.1:8025&tls=none",
+        ] {
+            let config = parse(url).unwrap();
+            let shown = format!("{config} {config:?}");
+            assert!(!shown.contains("secret-key-9f"), "{shown}");
+            assert!(shown.starts_with("sendgrid://***?"), "{shown}");
+            let again = parse(&config.to_string().replace("***", "SG.secret-key-9f")).unwrap();
+            assert_eq!(format!("{again:?}"), format!("{config:?}"), "{url}");
+        }
+        let e = parse("sendgrid://SG.k?tls=none")
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!(e.setting, "tls");
+        assert!(e.reason.contains("api.sendgrid.com"), "{e}");
+        for (url, setting) in [
+            ("sendgrid://", "key"),
+            ("sendgrid://?region=eu", "key"),
+            ("sendgrid://SG.k@api.sendgrid.com", "url"),
+            ("sendgrid://SG.k:x", "url"),
+            ("sendgrid://SG.k/v3", "url"),
+            ("sendgrid://SG.k?region=mars", "region"),
+            ("sendgrid://SG.k?region=eu&host=h", "host"),
+            ("sendgrid://SG.k?host=h&region=eu", "region"),
+            ("sendgrid://SG.k?stream=outbound", "stream"),
+        ] {
+            let e = parse(url).unwrap_err();
+            assert_eq!(e.setting, setting, "{url}");
+            assert!(!e.to_string().contains("SG.k"), "{e}");
+        }
+        let unknown = parse("sendgrid://SG.k?stream=x").unwrap_err().reason;
+        assert!(unknown.starts_with("unknown parameter; accepted: region (global, eu), host"));
+        assert_eq!(
+            parse("sendgrid://%20")
+                .unwrap()
+                .check()
+                .unwrap_err()
+                .setting,
+            "key"
+        );
+    }
+
+    #[cfg(feature = "providers")]
+    #[test]
+    fn resend_urls() {
+        let resend_of = |url: &str| match parse(url).unwrap().transport {
+            Transport::Resend(r) => r,
+            other => panic!("not resend: {other:?}"),
+        };
+        let r = resend_of("resend://re_123abc");
+        assert_eq!(r.key, "re_123abc");
+        assert_eq!(
+            (r.api_host(), r.effective_port(), r.is_tls()),
+            ("api.resend.com", 443, true)
+        );
+        let r = resend_of("resend://re_1?host=localhost:8025&tls=none&connect_timeout=1s");
+        assert_eq!(
+            (r.api_host(), r.effective_port(), r.is_tls()),
+            ("localhost", 8025, false)
+        );
+        assert_eq!(r.endpoint.connect_timeout, Duration::from_secs(1));
+        for url in [
+            "resend://re_secret9f",
+            "resend://re_secret9f?host=127.0.0.1:8025&tls=none&test_redirect=qa@example.com",
+        ] {
+            let config = parse(url).unwrap();
+            let shown = format!("{config} {config:?}");
+            assert!(!shown.contains("re_secret9f"), "{shown}");
+            assert!(shown.starts_with("resend://***?"), "{shown}");
+            let again = parse(&config.to_string().replace("***", "re_secret9f")).unwrap();
+            assert_eq!(format!("{again:?}"), format!("{config:?}"), "{url}");
+        }
+        let e = parse("resend://re_1?host=10.0.0.1:80&tls=none")
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!(e.setting, "tls");
+        for (url, setting) in [
+            ("resend://", "key"),
+            ("resend://re_1@api.resend.com", "url"),
+            ("resend://re_1?region=eu", "region"),
+        ] {
+            assert_eq!(parse(url).unwrap_err().setting, setting, "{url}");
+        }
+        let unknown = parse("resend://re_1?region=eu").unwrap_err().reason;
+        assert!(
+            unknown.starts_with("unknown parameter; accepted: host"),
+            "{unknown}"
         );
     }
 

@@ -114,6 +114,23 @@ impl HttpClient {
         )
         .await
         .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
+        .map(|(answer, _)| answer)
+    }
+
+    /// [`post_json`](Self::post_json), with every header of the answer (a provider that
+    /// gives its id or its rate-limit hints in headers).
+    pub(crate) async fn post_json_with_headers(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<(HttpAnswer, hyper::HeaderMap), HttpFailure> {
+        tokio::time::timeout(
+            self.timeout,
+            self.exchange(path, "application/json", headers, body),
+        )
+        .await
+        .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
     }
 
     async fn exchange(
@@ -122,7 +139,7 @@ impl HttpClient {
         content_type: &str,
         headers: &[(&str, &str)],
         body: Vec<u8>,
-    ) -> Result<HttpAnswer, HttpFailure> {
+    ) -> Result<(HttpAnswer, hyper::HeaderMap), HttpFailure> {
         let (host, port) = (self.host.as_str(), self.port);
         let request = hyper::Request::post(path)
             .header(hyper::header::HOST, &self.authority)
@@ -169,6 +186,7 @@ impl HttpClient {
                 .get(hyper::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            let answer_headers = response.headers().clone();
             let body = Limited::new(response.into_body(), MAX_ANSWER)
                 .collect()
                 .await
@@ -178,11 +196,14 @@ impl HttpClient {
             if !close {
                 self.put_back(sender);
             }
-            return Ok(HttpAnswer {
-                status,
-                retry_after,
-                body,
-            });
+            return Ok((
+                HttpAnswer {
+                    status,
+                    retry_after,
+                    body,
+                },
+                answer_headers,
+            ));
         }
     }
 

@@ -1,11 +1,15 @@
-//! Providers' HTTP APIs (feature `providers`): Postmark and Mailgun so far.
+//! Providers' HTTP APIs (feature `providers`): Postmark, Mailgun, SendGrid and Resend so
+//! far.
 //!
-//! Shape for the next ones (SES v2, SendGrid, Resend): a `config/<name>.rs` with its
-//! settings and URL, a module here that turns the email into the provider's request, a
-//! pure `classify` of its answers into an [`ApiVerdict`](crate::ApiVerdict), and one
-//! variant of [`ApiSender`] (with its arms in the methods below); [`http`] carries the
-//! request. A provider takes the email either as fields ([`ApiEmail`], Postmark) or as
-//! the rendered MIME bytes ([`Rendered`], Mailgun: signed when DKIM is configured).
+//! Shape of each (and of the next ones): a `config/<name>.rs` with its settings and URL,
+//! a module here that turns the email into the provider's request, a pure `classify` of
+//! its answers into an [`ApiVerdict`](crate::ApiVerdict), and one variant of
+//! [`ApiSender`] (with its arms in the methods below); [`http`] carries the request,
+//! [`hints`] reads when to try again. A provider takes the email either as fields
+//! ([`ApiEmail`]: Postmark, SendGrid, Resend) or as the rendered MIME bytes
+//! ([`Rendered`], Mailgun: signed when DKIM is configured).
+
+use outbox_core::MessageId;
 
 use crate::{
     config::Transport,
@@ -13,14 +17,19 @@ use crate::{
     ConfigError, Email, SendError,
 };
 
+pub(crate) mod hints;
 pub(crate) mod http;
 pub(crate) mod mailgun;
 pub(crate) mod postmark;
+pub(crate) mod resend;
+pub(crate) mod sendgrid;
 
 /// The mailer's sender for a provider's API.
 pub(crate) enum ApiSender {
     Postmark(postmark::PostmarkSender),
     Mailgun(mailgun::MailgunSender),
+    SendGrid(sendgrid::SendGridSender),
+    Resend(resend::ResendSender),
 }
 
 impl ApiSender {
@@ -29,6 +38,8 @@ impl ApiSender {
         Ok(match transport {
             Transport::Postmark(c) => Self::Postmark(postmark::PostmarkSender::new(c)?),
             Transport::Mailgun(c) => Self::Mailgun(mailgun::MailgunSender::new(c)?),
+            Transport::SendGrid(c) => Self::SendGrid(sendgrid::SendGridSender::new(c)?),
+            Transport::Resend(c) => Self::Resend(resend::ResendSender::new(c)?),
             other => {
                 return Err(ConfigError::new(
                     "url",
@@ -43,6 +54,8 @@ impl ApiSender {
         match self {
             Self::Postmark(_) => "postmark",
             Self::Mailgun(_) => "mailgun",
+            Self::SendGrid(_) => "sendgrid",
+            Self::Resend(_) => "resend",
         }
     }
 
@@ -50,19 +63,23 @@ impl ApiSender {
     /// false when it takes the rendered bytes ([`send_mime`](Self::send_mime)).
     pub(crate) fn takes_fields(&self) -> bool {
         match self {
-            Self::Postmark(_) => true,
+            Self::Postmark(_) | Self::SendGrid(_) | Self::Resend(_) => true,
             Self::Mailgun(_) => false,
         }
     }
 
-    /// Sends `email` (prepared as `api`); the provider's id of it.
+    /// Sends `email` (prepared as `api`) as outbox message `id` (Resend's
+    /// `Idempotency-Key`, SendGrid's `custom_args`); the provider's id of it.
     pub(crate) async fn send_fields(
         &self,
         email: &Email,
         api: &ApiEmail,
+        id: &MessageId,
     ) -> Result<String, SendError> {
         match self {
             Self::Postmark(postmark) => postmark.send(email, api).await,
+            Self::SendGrid(sendgrid) => sendgrid.send(email, api, id).await,
+            Self::Resend(resend) => resend.send(email, api, id).await,
             Self::Mailgun(_) => Err(self.cannot("an email as fields")),
         }
     }
@@ -76,6 +93,12 @@ impl ApiSender {
                  yet: send it through SMTP (Postmark's SMTP server works too)"
                     .to_owned(),
             )),
+            Self::SendGrid(_) | Self::Resend(_) => Err(SendError::Unsupported(format!(
+                "a raw email (lettre message) cannot be sent through {}'s API, which takes an \
+                 email's fields: send it through SMTP ({} has an SMTP server too)",
+                self.provider(),
+                self.provider()
+            ))),
         }
     }
 
