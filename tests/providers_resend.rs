@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
-    run_until, to_one, Answer, Stand,
+    run_until, to_one, waits_for, Answer, Stand,
 };
 use common::TestDb;
 use outbox::{
@@ -238,6 +238,12 @@ async fn resend_rate_limit_defers_without_using_an_attempt() {
         error.contains("resend answered HTTP 429: rate_limit_exceeded: Too many requests."),
         "{error}"
     );
+    // It waits as long as `ratelimit-reset` said.
+    let wait = waits_for(&db).await;
+    assert!(
+        (Duration::from_secs(50)..=Duration::from_secs(60)).contains(&wait),
+        "{wait:?}"
+    );
 }
 
 /// The daily quota used up: the email waits for the reset Resend names, never a dead
@@ -261,6 +267,11 @@ async fn a_used_up_daily_quota_defers_and_is_never_a_dead_letter() {
         "{error}"
     );
     assert!(error.contains("slows down to one per 3600s"), "{error}");
+    let wait = waits_for(&db).await;
+    assert!(
+        (Duration::from_secs(3590)..=Duration::from_secs(3600)).contains(&wait),
+        "{wait:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

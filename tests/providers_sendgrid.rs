@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
-    run_until, Answer, Stand,
+    run_until, waits_for, Answer, Stand,
 };
 use common::TestDb;
 use outbox::smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys};
@@ -207,6 +207,12 @@ async fn sendgrid_too_many_requests_defers_without_using_an_attempt() {
     assert!(
         error.contains("sendgrid answered HTTP 429: too many requests"),
         "{error}"
+    );
+    // It waits until the reset SendGrid named.
+    let wait = waits_for(&db).await;
+    assert!(
+        (Duration::from_secs(110)..=Duration::from_secs(121)).contains(&wait),
+        "{wait:?}"
     );
 }
 
