@@ -166,12 +166,12 @@ mod tests {
     }
 
     #[test]
-    fn mailgun_ok_keeps_the_id() {
+    fn mailgun_ok_keeps_the_id_without_brackets_as_its_events_name_it() {
         let body =
             r#"{"id":"<20240501100000.1.ABCDEF@mg.example.com>","message":"Queued. Thank you."}"#;
         assert_eq!(
             answered(&answer(200, body, None)).unwrap(),
-            "<20240501100000.1.ABCDEF@mg.example.com>"
+            "20240501100000.1.ABCDEF@mg.example.com"
         );
         assert_eq!(answered(&answer(200, "", None)).unwrap(), "");
     }
