@@ -99,11 +99,15 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
     outbox
         .run_until(async {
             let delivered = eventually(Duration::from_secs(20), || async {
+                // Delivered, and the receipts written while the outbox runs (in batches,
+                // not only when it stops).
                 db.status(ids[0].as_str()).await.is_none()
                     && db.status(ids[1].as_str()).await.is_none()
+                    && admin.messages().events(&ids[0]).await.unwrap().len() == 1
+                    && admin.messages().events(&ids[1]).await.unwrap().len() == 1
             })
             .await;
-            assert!(delivered, "both emails delivered");
+            assert!(delivered, "both emails delivered and their receipts written");
         })
         .await
         .unwrap();

@@ -67,10 +67,6 @@ impl NewMessageEvent {
     }
 
     /// Why it cannot be stored, if it cannot: an empty or too long key.
-    #[cfg_attr(
-        not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
-        allow(dead_code)
-    )]
     pub(crate) fn check(&self) -> Result<(), String> {
         for (name, value) in [
             ("message id", &self.message_id),

@@ -7,6 +7,7 @@ mod gauges;
 mod groups;
 mod history;
 mod pauses;
+mod receipts;
 mod register;
 mod retention;
 mod run;

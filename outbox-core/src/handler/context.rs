@@ -155,15 +155,17 @@ impl<S> MessageContext<S> {
     }
 
     /// Records that `provider` (the downstream's name, e.g. `postmark`) accepted this
-    /// message as `external_id` (its id of the message), at once, in the outbox's
-    /// database: the message's page shows it, and an event the provider reports later
-    /// under that id (a delivery, a bounce) is tied back to this message
-    /// ([`crate::message_events`]). Call it when the downstream has accepted the message;
-    /// a retried message records each attempt's receipt.
+    /// message as `external_id` (its id of the message): the message's page shows it, and
+    /// an event the provider reports later under that id (a delivery, a bounce) is tied
+    /// back to this message ([`crate::message_events`]). Call it when the downstream has
+    /// accepted the message; a retried message records each attempt's receipt.
     ///
-    /// Fails when the event cannot be written (the database error, or an empty or too long
-    /// id) and for a context made by [`testing::perform`](crate::testing::perform); the
-    /// message was delivered all the same, so a handler logs the failure and returns `Ok`.
+    /// The receipt is handed to the running outbox, which writes the receipts of many
+    /// messages in one statement shortly after (and the rest when it stops), so recording
+    /// costs a delivery nothing measurable; a process killed in between loses those
+    /// receipts, never a message. Fails for an empty or too long id (1 to 255 bytes) and
+    /// for a context made by [`testing::perform`](crate::testing::perform); the message
+    /// was delivered all the same, so a handler logs the failure and returns `Ok`.
     pub async fn record_receipt(&self, provider: &str, external_id: &str) -> Result<(), Error> {
         let event =
             NewMessageEvent::receipt(self.id.as_str(), provider, external_id, SystemTime::now());

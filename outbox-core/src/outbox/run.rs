@@ -8,7 +8,8 @@ use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use tokio::{sync::watch, task::JoinHandle};
 
 use super::{
-    breakers, gauges, history, pauses, stack::Stacks, summary::Summary, Outbox, Registration, Start,
+    breakers, gauges, history, pauses, receipts::ReceiptWriter, stack::Stacks, summary::Summary,
+    Outbox, Registration, Start,
 };
 use crate::{
     error::Error,
@@ -41,6 +42,8 @@ pub(super) struct Running<B: Backend> {
     history: Arc<history::Reporter<B>>,
     /// Logs the workers' outcomes per type at INFO, unless turned off.
     summary: Option<Arc<Summary>>,
+    /// Writes the receipts handlers recorded.
+    receipts: Arc<ReceiptWriter<B>>,
     /// Each type's circuit breaker (types with the breaker off have none).
     pub(super) breakers: HashMap<&'static str, Arc<BreakerSwitch>>,
     /// The workers' first claim and quiet moments.
@@ -213,7 +216,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let hub = Hub::new();
         let signals = Arc::clone(&hub.signals);
         let (stop, stopped) = watch::channel(false);
-        let stacks = Stacks::new(self, how, &hub, Arc::from(names.prefix()));
+        let receipts = ReceiptWriter::new(self.backend.clone(), Arc::clone(&self.clock));
+        let stacks = Stacks::new(self, how, &hub, Arc::from(names.prefix()), receipts.log());
         let steer = pauses::Steer::new(&stacks.pauses, &stacks.breakers, &hub, &names);
         // Start paused types and groups paused, and behind the open breakers, as read
         // before any worker runs (no breaker moved since the read: no worker ran).
@@ -243,7 +247,8 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 tokio::spawn(worker)
             })
             .collect();
-        let services = self.services(how, steer, hub, &signals, stopped);
+        let mut services = self.services(how, steer, hub, &signals, stopped.clone());
+        services.tasks.push(receipts.start(stopped));
         Running {
             names,
             stop,
@@ -251,6 +256,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             helpers: services.tasks,
             history: services.history,
             summary: services.summary,
+            receipts,
             breakers: stacks.breakers,
             signals,
         }
@@ -275,6 +281,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         running.helpers.iter().for_each(|h| h.abort());
         // What the workers did since the last report, now that they stopped.
         running.history.report().await;
+        running.receipts.flush().await;
         if let Some(summary) = &running.summary {
             summary.log();
         }

@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use super::{breakers, Outbox, Registration, Start};
 use crate::{
-    handler::context::{EventLog, RecordFn, SuppressFn, SuppressionList},
+    handler::context::{EventLog, SuppressFn, SuppressionList},
     layers::{
         breaker::{BreakerLayer, BreakerSwitch},
         orphan::OrphanLayer,
@@ -33,6 +33,7 @@ pub(super) struct Stacks<B: Backend> {
     shaper: Option<Arc<Shaper>>,
     /// Handlers' `MessageContext::suppress` writes to this outbox's list.
     suppressions: SuppressionList,
+    /// Handlers' `MessageContext::record_receipt` hands receipts to this start's writer.
     events: EventLog,
     /// The name this process asks for breaker probes as.
     owner: Arc<str>,
@@ -46,6 +47,7 @@ impl<B: Backend> Stacks<B> {
         how: Start,
         hub: &Arc<Hub<B>>,
         owner: Arc<str>,
+        events: EventLog,
     ) -> Self {
         let regs = &outbox.registrations;
         let pauses = regs
@@ -75,7 +77,7 @@ impl<B: Backend> Stacks<B> {
             breakers,
             shaper,
             suppressions: suppression_list(outbox),
-            events: event_log(outbox),
+            events,
             owner,
         }
     }
@@ -159,21 +161,4 @@ fn suppression_list<B: Backend, S>(outbox: &Outbox<B, S>) -> SuppressionList {
         })
     });
     SuppressionList(Some(write))
-}
-
-/// The event log handlers record receipts in: this outbox's store, on the database's clock.
-fn event_log<B: Backend, S>(outbox: &Outbox<B, S>) -> EventLog {
-    let store = outbox.backend.clone();
-    let clock = Arc::clone(&outbox.clock);
-    let write: RecordFn = Arc::new(move |event| {
-        let store = store.clone();
-        let clock = Arc::clone(&clock);
-        Box::pin(async move {
-            store
-                .record_events(std::slice::from_ref(&event), clock.database_now())
-                .await
-                .map(drop)
-        })
-    });
-    EventLog(Some(write))
 }

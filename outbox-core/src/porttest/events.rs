@@ -33,11 +33,7 @@ pub async fn events_are_recorded_once_and_found_by_message_and_by_external_id<H:
     let receipt = NewMessageEvent::receipt("m1", "postmark", "pm-1", at(10));
     let one = std::slice::from_ref(&receipt);
     assert_eq!(b.record_events(one, now).await.unwrap(), 1);
-    assert_eq!(
-        b.record_events(one, now).await.unwrap(),
-        0,
-        "a repeat"
-    );
+    assert_eq!(b.record_events(one, now).await.unwrap(), 0, "a repeat");
     let other = NewMessageEvent::receipt("m2", "ses", "pm-1", at(11));
     let later = [
         event("m1", "ev-2", "pm-1", "hard_bounce", 30),
