@@ -169,6 +169,7 @@ impl<S> MessageContext<S> {
     pub async fn record_receipt(&self, provider: &str, external_id: &str) -> Result<(), Error> {
         let event =
             NewMessageEvent::receipt(self.id.as_str(), provider, external_id, SystemTime::now());
+        event.check().map_err(Error::Config)?;
         self.events.write(event).await
     }
 }
