@@ -66,6 +66,16 @@ if ! python3 -c 'import dkim, nacl' 2>/dev/null; then
     || die "python3 -m pip install dkimpy pynacl failed"
 fi
 
+# The Amazon SES tests (tests/providers_ses.rs) run moto's SES and STS emulator
+# (`python3 -m moto.server`), create its identity with boto3 and check SigV4 signatures with
+# botocore (both moto's dependencies). The version the tests were written against.
+if ! python3 -c 'import moto.server, boto3, botocore, flask, flask_cors' 2>/dev/null; then
+  say "python3 ($(command -v python3)) lacks moto's server (the SES emulator): pip install 'moto[server]==5.2.1'"
+  python3 -m pip install --quiet --disable-pip-version-check 'moto[server]==5.2.1' \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'moto[server]==5.2.1' \
+    || die "python3 -m pip install 'moto[server]==5.2.1' failed"
+fi
+
 [ "${1:-}" = --install-only ] && exit 0
 
 # ---------------------------------------------------------------- 2. servers

@@ -107,7 +107,10 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
                     && admin.messages().events(&ids[1]).await.unwrap().len() == 1
             })
             .await;
-            assert!(delivered, "both emails delivered and their receipts written");
+            assert!(
+                delivered,
+                "both emails delivered and their receipts written"
+            );
         })
         .await
         .unwrap();
@@ -117,7 +120,10 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
     for id in &ids {
         let events = admin.messages().events(id).await.unwrap();
         assert_eq!(events.len(), 1, "{events:?}");
-        assert_eq!((events[0].provider.as_str(), events[0].kind.as_str()), ("postmark", "accepted"));
+        assert_eq!(
+            (events[0].provider.as_str(), events[0].kind.as_str()),
+            ("postmark", "accepted")
+        );
         assert!(events[0].external_id.starts_with("pm-"), "{events:?}");
         let found = admin
             .messages()
@@ -156,7 +162,11 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
 
     let events = admin.messages().events(&ids[1]).await.unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(kinds, ["accepted", "hard_bounce"], "the repeat recorded once");
+    assert_eq!(
+        kinds,
+        ["accepted", "hard_bounce"],
+        "the repeat recorded once"
+    );
     assert_eq!(events[1].recipient.as_deref(), Some("bob@example.org"));
     assert!(events[1].detail.contains("550 5.1.1"), "{events:?}");
     assert_eq!(admin.messages().events(&ids[0]).await.unwrap().len(), 1);
@@ -178,5 +188,8 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
         .await
         .unwrap();
     assert!(page.contains("id=\"events\""), "{page}");
-    assert!(page.contains("hard_bounce") && page.contains(&theirs[1]), "{page}");
+    assert!(
+        page.contains("hard_bounce") && page.contains(&theirs[1]),
+        "{page}"
+    );
 }

@@ -555,3 +555,56 @@ async fn a_raw_email_goes_to_mailgun_as_it_is() {
     let front = format!("Message-ID: <{id}@example.com>\r\n");
     assert_eq!(message, [front.as_bytes(), data].concat());
 }
+
+/// An email over Postmark's recipient limit (50, To, Cc and Bcc together) is refused by
+/// `Mailer::check` before it is enqueued, naming the limit; one enqueued anyway is a dead
+/// letter naming it at its first attempt, nothing sent, and the email beside it goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_over_the_providers_limits_is_refused_before_it_is_enqueued() {
+    let db = TestDb::new().await;
+    let stand = postmark(OK).await;
+    let mailer = Mailer::new(MailerConfig::from_url(&url(stand.port)).unwrap()).unwrap();
+    let mut builder = Email::builder()
+        .from("Shop <shop@example.com>")
+        .subject("To everyone")
+        .text("Hello");
+    for i in 0..51 {
+        builder = builder.to(format!("user{i}@example.org"));
+    }
+    let crowd = builder.build().unwrap();
+    let e = mailer.check(&crowd).unwrap_err();
+    assert!(e.is_permanent());
+    let said = e.to_string();
+    assert!(
+        said.contains("51 recipients") && said.contains("at most 50"),
+        "{said}"
+    );
+    assert!(mailer.check(&to_one("ann@example.org")).is_ok());
+    assert!(mailer.deliver_now(&crowd).await.is_err());
+    assert_eq!(stand.count(), 0, "nothing was sent");
+
+    let id = enqueue(&db, crowd).await;
+    let fine = enqueue(&db, to_one("ann@example.org")).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "one dead letter, one delivered", || async {
+        db.status(&id).await.is_none() && db.status(&fine).await.as_deref() == Some("done")
+    })
+    .await;
+    let dead = outbox
+        .admin()
+        .dead_letters()
+        .list(&DeadLetterFilter::id(&id), 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(
+        dead[0].last_error.contains("at most 50"),
+        "{}",
+        dead[0].last_error
+    );
+    assert_eq!(
+        stand.count(),
+        1,
+        "only the email within the limits was sent"
+    );
+}

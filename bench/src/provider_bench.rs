@@ -96,7 +96,11 @@ async fn answer(
     uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
-) -> (axum::http::StatusCode, [(&'static str, &'static str); 2], &'static str) {
+) -> (
+    axum::http::StatusCode,
+    [(&'static str, &'static str); 2],
+    &'static str,
+) {
     let seen = &stand.seen;
     seen.count.fetch_add(1, Ordering::Relaxed);
     {
@@ -122,13 +126,11 @@ async fn answer(
 /// Starts the stand-in of `p` on loopback: its port and what it saw.
 async fn stand(p: &Provider) -> (u16, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
-    let app = Router::new()
-        .route(p.path, post(answer))
-        .with_state(Stand {
-            status: p.status,
-            body: p.body,
-            seen: Arc::clone(&seen),
-        });
+    let app = Router::new().route(p.path, post(answer)).with_state(Stand {
+        status: p.status,
+        body: p.body,
+        seen: Arc::clone(&seen),
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -282,7 +284,9 @@ async fn rate(p: &Provider, per_second: f64, burst: u32, seconds: u64) {
         .await
         .unwrap();
     let per = seen.per_second.lock().unwrap().clone();
-    let full: Vec<u64> = (0..seconds).map(|s| per.get(&s).copied().unwrap_or(0)).collect();
+    let full: Vec<u64> = (0..seconds)
+        .map(|s| per.get(&s).copied().unwrap_or(0))
+        .collect();
     let total: u64 = full.iter().sum();
     let (lo, hi) = (full.iter().min().unwrap(), full.iter().max().unwrap());
     println!(

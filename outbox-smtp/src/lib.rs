@@ -26,6 +26,8 @@ mod unsubscribe;
 mod view;
 
 pub use capture::SentEmail;
+#[cfg(feature = "providers")]
+pub use config::SesConfig;
 pub use config::{Credentials, MailerConfig, Security, SmtpConfig, Transport};
 #[cfg(feature = "providers")]
 pub use config::{

@@ -126,6 +126,7 @@ impl Mailer {
             #[cfg(feature = "providers")]
             transport @ (Transport::Postmark(_)
             | Transport::Mailgun(_)
+            | Transport::Ses(_)
             | Transport::SendGrid(_)
             | Transport::Resend(_)) => {
                 Sender::Api(Box::new(crate::providers::ApiSender::new(transport)?))
@@ -207,8 +208,9 @@ impl Mailer {
 
     /// The downstream this mailer sends to, as a circuit breaker's name:
     /// `smtp:host:port` for SMTP, `postmark:host:port` for Postmark, `mailgun:host:port`
-    /// for Mailgun, `sendgrid:host:port` and `resend:host:port` for SendGrid and Resend
-    /// (their API hosts), `None` for the file and log transports (they are never down).
+    /// for Mailgun, `ses:host:port` for Amazon SES, `sendgrid:host:port` and
+    /// `resend:host:port` for SendGrid and Resend (their API hosts), `None` for the file
+    /// and log transports (they are never down).
     /// Give it to [`Breaker::named`](outbox_core::Breaker::named) for a type of your own
     /// whose handler sends through [`Mailer::send`], so that it shares the breaker of the
     /// mailer's [`Email`] type.
@@ -230,6 +232,8 @@ impl Mailer {
                 mailgun.effective_port()
             )),
             #[cfg(feature = "providers")]
+            Transport::Ses(ses) => Some(format!("ses:{}:{}", ses.api_host(), ses.effective_port())),
+            #[cfg(feature = "providers")]
             Transport::SendGrid(sendgrid) => Some(format!(
                 "sendgrid:{}:{}",
                 sendgrid.api_host(),
@@ -243,6 +247,25 @@ impl Mailer {
             )),
             Transport::File(_) | Transport::Log | Transport::Capture => None,
         }
+    }
+
+    /// Refuses an email this mailer's provider would refuse for its size or its number of
+    /// recipients (a provider's API, feature `providers`: Postmark 10 MB and 50
+    /// recipients, Mailgun 25 MB and 1000, SES 40 MB and 50, SendGrid 30 MB and 1000,
+    /// Resend 40 MB and 50), naming the limit; `Ok` for SMTP and the development
+    /// transports. Call it before enqueueing, in the request that builds the email, to
+    /// answer the user at once instead of finding a dead letter later. The mailer checks
+    /// again before sending: an email enqueued anyway becomes a dead letter naming the
+    /// limit at its first attempt, and nothing is sent (one email's size never holds up
+    /// the others).
+    pub fn check(&self, email: &Email) -> Result<(), SendError> {
+        #[cfg(feature = "providers")]
+        if let Sender::Api(sender) = &self.inner.sender {
+            let (recipients, bytes) = crate::providers::limits::measure(email);
+            sender.limits().check(recipients, bytes)?;
+        }
+        let _ = email;
+        Ok(())
     }
 
     /// Sends `email` as the outbox message of `ctx`, for handlers of the application's own
@@ -296,6 +319,10 @@ impl Mailer {
         type_tag: &str,
     ) -> Result<Delivery, SendError> {
         raw.validate()?;
+        #[cfg(feature = "providers")]
+        if let Sender::Api(sender) = &self.inner.sender {
+            sender.limits().check(raw.to.len(), raw.data.len())?;
+        }
         let config = &self.inner.config;
         let redirect = config
             .redirect
@@ -313,6 +340,7 @@ impl Mailer {
         id: &MessageId,
         type_tag: &str,
     ) -> Result<Delivery, SendError> {
+        self.check(email)?;
         let config = &self.inner.config;
         let keep_bcc = matches!(self.inner.sender, Sender::File(_) | Sender::Log);
         if email.list.is_some() && config.unsubscribe.is_none() {

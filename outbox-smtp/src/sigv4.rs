@@ -28,10 +28,12 @@
 //! `awslabs/aws-c-auth`'s `tests/aws-signing-test-suite/v4`, copied under
 //! `outbox-smtp/tests/sigv4/`, see its README for the commit and license).
 //!
-//! Nothing uses it yet: the Amazon SES v2 HTTP transport (`POST
-//! https://email.{region}.amazonaws.com/v2/email/outbound-emails`) will.
+//! The Amazon SES v2 transport (feature `providers`: `POST
+//! https://email.{region}.amazonaws.com/v2/email/outbound-emails`) signs with it.
 
-// The SES transport will use this module; until it lands nothing in the crate calls it.
+// Without the feature `providers` nothing in the crate signs; with it, SES does not use
+// every rule (a payload hashed by the caller, a token added after signing), which AWS's
+// test suite pins all the same.
 #![allow(dead_code)]
 
 use std::{

@@ -15,11 +15,15 @@ mod postmark;
 mod resend;
 #[cfg(feature = "providers")]
 mod sendgrid;
+#[cfg(feature = "providers")]
+mod ses;
 mod smtp;
 mod url;
 
 use std::{fmt, path::PathBuf};
 
+#[cfg(feature = "providers")]
+pub(crate) use endpoint::is_loopback;
 #[cfg(feature = "providers")]
 pub(crate) use endpoint::ApiEndpoint;
 #[cfg(feature = "providers")]
@@ -30,6 +34,8 @@ pub use postmark::{PostmarkConfig, POSTMARK_API_HOST};
 pub use resend::{ResendConfig, RESEND_API_HOST};
 #[cfg(feature = "providers")]
 pub use sendgrid::{SendGridConfig, SENDGRID_API_HOST, SENDGRID_EU_API_HOST};
+#[cfg(feature = "providers")]
+pub use ses::SesConfig;
 pub use smtp::{Credentials, Security, SmtpConfig};
 
 use crate::{ConfigError, TestRedirect};
@@ -50,6 +56,9 @@ pub enum Transport {
     /// Postmark's Email API over HTTPS (feature `providers`).
     #[cfg(feature = "providers")]
     Postmark(PostmarkConfig),
+    /// Amazon SES's v2 API (`SendEmail`, raw MIME, SigV4) over HTTPS (feature `providers`).
+    #[cfg(feature = "providers")]
+    Ses(SesConfig),
     /// Mailgun's `messages.mime` API over HTTPS (feature `providers`).
     #[cfg(feature = "providers")]
     Mailgun(MailgunConfig),
@@ -114,6 +123,19 @@ impl MailerConfig {
     ///   `outbox_message_id`; the parameters as for SendGrid but `region`. An email over
     ///   Resend's limits (40 MB, 50 recipients) is a dead letter before it is sent. Both
     ///   keys are percent-decoded and never shown by `Display` or `Debug`.
+    /// * `ses://eu-west-1?configuration_set=transactional&tag=campaign:nov` — Amazon
+    ///   SES's v2 API (`SendEmail` with the MIME SMTP would send as `Raw` content,
+    ///   DKIM-signed when configured, to every envelope recipient; signed with AWS SigV4)
+    ///   in that region, at `email.REGION.amazonaws.com` (feature `providers`).
+    ///   `configuration_set` is the `ConfigurationSetName`, each `tag=NAME:VALUE` an
+    ///   `EmailTags` entry; `host=HOST[:PORT]`, `connect_timeout`, `timeout`, `pool` and
+    ///   `tls=none` (loopback only: `ses://eu-west-1?host=127.0.0.1:4566&tls=none`) as for
+    ///   Mailgun. AWS keys are never in the URL: they come from the environment
+    ///   (`AWS_ACCESS_KEY_ID`...), a web identity (`AWS_WEB_IDENTITY_TOKEN_FILE` and
+    ///   `AWS_ROLE_ARN`, through STS), the shared files (`~/.aws/credentials` and
+    ///   `~/.aws/config`, static keys only), a container's credentials endpoint (ECS) or
+    ///   the EC2 instance's role (IMDSv2), in that order (see `SesConfig`). An email over
+    ///   SES's limits (40 MB, 50 recipients) is a dead letter before it is sent.
     ///
     /// Query parameters (SMTP): `pool=4`, `helo=mail.example.com`, `connect_timeout=10s`,
     /// `timeout=60s` (each command), `idle_timeout=60s`, `ca_file=/path/ca.pem` (an extra
@@ -138,6 +160,12 @@ impl MailerConfig {
     #[cfg(feature = "providers")]
     pub fn postmark(config: PostmarkConfig) -> Self {
         Self::with_transport(Transport::Postmark(config))
+    }
+
+    /// Sends through Amazon SES's v2 API (feature `providers`).
+    #[cfg(feature = "providers")]
+    pub fn ses(config: SesConfig) -> Self {
+        Self::with_transport(Transport::Ses(config))
     }
 
     /// Sends through Mailgun's `messages.mime` API (feature `providers`).
@@ -263,6 +291,8 @@ impl MailerConfig {
             #[cfg(feature = "providers")]
             Transport::Postmark(postmark) => postmark.check(),
             #[cfg(feature = "providers")]
+            Transport::Ses(ses) => ses.check(),
+            #[cfg(feature = "providers")]
             Transport::Mailgun(mailgun) => mailgun.check(),
             #[cfg(feature = "providers")]
             Transport::SendGrid(sendgrid) => sendgrid.check(),
@@ -288,6 +318,11 @@ impl fmt::Display for MailerConfig {
             #[cfg(feature = "providers")]
             Transport::Postmark(postmark) => {
                 fmt::Display::fmt(postmark, f)?;
+                sep = '&';
+            }
+            #[cfg(feature = "providers")]
+            Transport::Ses(ses) => {
+                fmt::Display::fmt(ses, f)?;
                 sep = '&';
             }
             #[cfg(feature = "providers")]

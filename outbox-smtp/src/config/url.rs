@@ -14,6 +14,9 @@ const POSTMARK_ONLY: &str = "stream";
 /// Query parameters only Mailgun accepts (besides the endpoint's).
 #[cfg(feature = "providers")]
 const MAILGUN_ONLY: &str = "region (us, eu)";
+/// Query parameters only Amazon SES accepts (besides the endpoint's).
+#[cfg(feature = "providers")]
+const SES_ONLY: &str = "configuration_set, tag (NAME:VALUE, repeated)";
 /// Query parameters only SendGrid accepts (besides the endpoint's).
 #[cfg(feature = "providers")]
 const SENDGRID_ONLY: &str = "region (global, eu)";
@@ -40,6 +43,7 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
         "smtp" | "smtps" => smtp(text, scheme == "smtps")?,
         "postmark" => postmark(text)?,
         "mailgun" => mailgun(text)?,
+        "ses" => ses(text)?,
         "sendgrid" => sendgrid(text)?,
         "resend" => resend(text)?,
         "file" => {
@@ -73,7 +77,7 @@ pub(super) fn parse(text: &str) -> Result<MailerConfig, ConfigError> {
             return Err(ConfigError::new(
                 "url",
                 format!(
-                    "unknown scheme {other:?}; use smtp, smtps, postmark, mailgun, sendgrid, \
+                    "unknown scheme {other:?}; use smtp, smtps, postmark, mailgun, ses, sendgrid, \
                      resend, file, log or capture"
                 ),
             ))
@@ -305,6 +309,80 @@ fn sendgrid_param(
     endpoint_param(&mut sendgrid.endpoint, key, value, SENDGRID_ONLY)
 }
 
+/// Amazon SES: `ses://REGION`, never with keys. Query parameters come later.
+#[cfg(feature = "providers")]
+fn ses(text: &str) -> Result<MailerConfig, ConfigError> {
+    let rest = text.split_once("://").map(|(_, r)| r).unwrap_or_default();
+    let head = rest.split(['?', '#']).next().unwrap_or_default();
+    if head.contains('@') {
+        return Err(never_keys_in_url());
+    }
+    let region = head.strip_suffix('/').unwrap_or(head);
+    if region.is_empty() {
+        return Err(ConfigError::new(
+            "region",
+            "the URL has no region: ses://eu-west-1",
+        ));
+    }
+    if region.contains(['/', ':']) {
+        return Err(ConfigError::new(
+            "url",
+            "an SES URL is ses://REGION with nothing else before the query; name another \
+             API host with ?host=HOST:PORT",
+        ));
+    }
+    Ok(MailerConfig::ses(super::SesConfig::new(
+        region.to_ascii_lowercase(),
+    )))
+}
+
+#[cfg(feature = "providers")]
+fn never_keys_in_url() -> ConfigError {
+    ConfigError::new(
+        "credentials",
+        "AWS keys are never written in the URL: give them through the environment \
+         (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), ~/.aws/credentials, an instance or \
+         container role, or SesConfig::credentials, and write ses://REGION",
+    )
+}
+
+#[cfg(not(feature = "providers"))]
+fn ses(_: &str) -> Result<MailerConfig, ConfigError> {
+    Err(ConfigError::new(
+        "url",
+        "ses:// needs the cargo feature `providers` (of outbox or outbox-smtp)",
+    ))
+}
+
+#[cfg(feature = "providers")]
+fn ses_param(ses: &mut super::SesConfig, key: &str, value: &str) -> Result<(), ConfigError> {
+    match key {
+        "configuration_set" => {
+            if ses.configuration_set.is_some() {
+                return Err(ConfigError::new(key, "named twice: give one"));
+            }
+            ses.configuration_set = Some(value.to_owned());
+        }
+        "tag" => {
+            let (name, value) = value.split_once(':').ok_or_else(|| {
+                ConfigError::new(
+                    "tag",
+                    format!("{value:?} is not NAME:VALUE (tag=campaign:november)"),
+                )
+            })?;
+            ses.tags.push((name.to_owned(), value.to_owned()));
+        }
+        _ if ["key", "secret", "token", "password"]
+            .iter()
+            .any(|word| key.to_ascii_lowercase().contains(word)) =>
+        {
+            return Err(never_keys_in_url())
+        }
+        _ => endpoint_param(&mut ses.endpoint, key, value, SES_ONLY)?,
+    }
+    Ok(())
+}
+
 #[cfg(feature = "providers")]
 fn mailgun_param(
     mailgun: &mut super::MailgunConfig,
@@ -406,6 +484,8 @@ fn apply_params(
             (_, Transport::Postmark(postmark)) => postmark_param(postmark, key, value)?,
             #[cfg(feature = "providers")]
             (_, Transport::Mailgun(mailgun)) => mailgun_param(mailgun, key, value)?,
+            #[cfg(feature = "providers")]
+            (_, Transport::Ses(ses)) => ses_param(ses, key, value)?,
             #[cfg(feature = "providers")]
             (_, Transport::SendGrid(sendgrid)) => sendgrid_param(sendgrid, key, value)?,
             #[cfg(feature = "providers")]
@@ -854,6 +934,123 @@ mod tests {
             unknown.starts_with("unknown parameter; accepted: host"),
             "{unknown}"
         );
+    }
+
+    #[cfg(feature = "providers")]
+    #[test]
+    fn ses_urls() {
+        use crate::config::SesConfig;
+        let ses_of = |url: &str| match parse(url).unwrap().transport {
+            Transport::Ses(s) => s,
+            other => panic!("not ses: {other:?}"),
+        };
+        let s = ses_of(
+            "ses://eu-west-1?configuration_set=transactional&tag=campaign:nov&tag=kind:receipt",
+        );
+        assert_eq!(s.region(), "eu-west-1");
+        assert_eq!(s.configuration_set_name(), Some("transactional"));
+        assert_eq!(
+            s.tags(),
+            [
+                ("campaign".to_owned(), "nov".to_owned()),
+                ("kind".to_owned(), "receipt".to_owned())
+            ]
+        );
+        assert_eq!(
+            (s.api_host(), s.effective_port(), s.is_tls()),
+            ("email.eu-west-1.amazonaws.com", 443, true)
+        );
+        assert_eq!(
+            s,
+            SesConfig::new("eu-west-1")
+                .configuration_set("transactional")
+                .tag("campaign", "nov")
+                .tag("kind", "receipt")
+        );
+        assert_eq!(
+            ses_of("ses://cn-northwest-1").api_host(),
+            "email.cn-northwest-1.amazonaws.com.cn"
+        );
+        let s = ses_of("ses://us-east-1/?host=127.0.0.1:4566&tls=none&timeout=5s");
+        assert_eq!(
+            (s.api_host(), s.effective_port(), s.is_tls()),
+            ("127.0.0.1", 4566, false)
+        );
+        assert_eq!(s.endpoint.timeout, Duration::from_secs(5));
+        assert!(parse("ses://us-east-1?host=[::1]:9&tls=none")
+            .unwrap()
+            .check()
+            .is_ok());
+
+        // What is shown reads back as the same settings.
+        for url in [
+            "ses://eu-west-1",
+            "ses://eu-west-1?configuration_set=transactional&tag=campaign:nov&tag=kind:receipt",
+            "ses://us-east-1?host=127.0.0.1:4566&tls=none&pool=2&message_id_domain=example.com",
+            "ses://us-east-1?host=[::1]:4566&tls=none",
+        ] {
+            let config = parse(url).unwrap();
+            let shown = config.to_string();
+            assert!(shown.starts_with(url.split('?').next().unwrap()), "{shown}");
+            let again = parse(&shown).unwrap();
+            assert_eq!(format!("{again:?}"), format!("{config:?}"), "{url}");
+        }
+        // Programmatic keys are never shown.
+        let config = MailerConfig::ses(SesConfig::new("eu-west-1").credentials(
+            "AKIAEXAMPLEKEYID",
+            "secret-access-key-9f",
+            Some("session-token-9f".to_owned()),
+        ));
+        let shown = format!("{config} {config:?}");
+        for secret in [
+            "secret-access-key-9f",
+            "session-token-9f",
+            "AKIAEXAMPLEKEYID",
+        ] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+
+        // Plain HTTP to anything but loopback is refused, naming the host.
+        let e = parse("ses://eu-west-1?tls=none")
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!(e.setting, "tls");
+        assert!(e.reason.contains("email.eu-west-1.amazonaws.com"), "{e}");
+        for (url, setting) in [
+            ("ses://AKIAX:secret@eu-west-1", "credentials"),
+            ("ses://AKIAX@eu-west-1", "credentials"),
+            ("ses://eu-west-1?aws_secret_access_key=x", "credentials"),
+            ("ses://eu-west-1?access_key_id=x", "credentials"),
+            ("ses://", "region"),
+            ("ses://?configuration_set=x", "region"),
+            ("ses://eu-west-1:443", "url"),
+            ("ses://eu-west-1/v2", "url"),
+            ("ses://eu-west-1?tag=campaign", "tag"),
+            (
+                "ses://eu-west-1?configuration_set=a&configuration_set=b",
+                "configuration_set",
+            ),
+            ("ses://eu-west-1?stream=outbound", "stream"),
+            ("ses://eu-west-1?region=eu", "region"),
+            ("ses://eu-west-1?tls=maybe", "tls"),
+        ] {
+            let e = parse(url).unwrap_err();
+            assert_eq!(e.setting, setting, "{url}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+        for (url, setting) in [
+            ("ses://eu_west_1", "region"),
+            ("ses://eu-west-1?configuration_set=a.b", "configuration_set"),
+            ("ses://eu-west-1?tag=a:b%20c", "tag"),
+            ("ses://eu-west-1?tag=:b", "tag"),
+            ("ses://eu-west-1?pool=0", "pool"),
+        ] {
+            let setting_found = parse(url)
+                .map(|c| c.check().unwrap_err().setting)
+                .unwrap_or_else(|e| e.setting);
+            assert_eq!(setting_found, setting, "{url}");
+        }
     }
 
     #[test]

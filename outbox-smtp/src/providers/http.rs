@@ -133,6 +133,32 @@ impl HttpClient {
         .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
     }
 
+    /// Sends a `method` request (`GET`, `PUT`, `POST`) to `path` with `headers` and `body`
+    /// (no `Content-Type` unless in `headers`): the answer and its headers (the AWS
+    /// credential sources: instance metadata, a container's credentials endpoint).
+    pub(crate) async fn request(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<(HttpAnswer, hyper::HeaderMap), HttpFailure> {
+        tokio::time::timeout(
+            self.timeout,
+            self.exchange_with(method, path, None, headers, body),
+        )
+        .await
+        .unwrap_or(Err(HttpFailure::Timeout(self.timeout)))
+    }
+
+    /// `http://` or `https://` and the authority requests go to, as in their `Host`
+    /// header (`https://email.eu-west-1.amazonaws.com`, `http://127.0.0.1:8025`): what
+    /// the URL of a request that is signed (AWS SigV4) starts with.
+    pub(crate) fn origin(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
+    }
+
     async fn exchange(
         &self,
         path: &str,
@@ -140,14 +166,30 @@ impl HttpClient {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<(HttpAnswer, hyper::HeaderMap), HttpFailure> {
+        self.exchange_with(hyper::Method::POST, path, Some(content_type), headers, body)
+            .await
+    }
+
+    async fn exchange_with(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<(HttpAnswer, hyper::HeaderMap), HttpFailure> {
         let (host, port) = (self.host.as_str(), self.port);
-        let request = hyper::Request::post(path)
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
             .header(hyper::header::HOST, &self.authority)
-            .header(hyper::header::CONTENT_TYPE, content_type)
             .header(
                 hyper::header::USER_AGENT,
                 concat!("outbox-smtp/", env!("CARGO_PKG_VERSION")),
             );
+        if let Some(content_type) = content_type {
+            request = request.header(hyper::header::CONTENT_TYPE, content_type);
+        }
         let mut request = headers
             .iter()
             .fold(request, |r, (name, value)| r.header(*name, *value))

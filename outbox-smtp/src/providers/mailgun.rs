@@ -22,6 +22,11 @@ use crate::{
 
 const PROVIDER: &str = "mailgun";
 
+/// Mailgun's limit on one message, attachments included: 25 MB.
+pub(crate) const MAX_BYTES: usize = 25 * 1024 * 1024;
+/// Mailgun's limit on recipients per message: 1000.
+pub(crate) const MAX_RECIPIENTS: usize = 1000;
+
 /// Sends through one Mailgun sending domain (with its API key).
 pub(crate) struct MailgunSender {
     client: HttpClient,

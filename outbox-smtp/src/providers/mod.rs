@@ -1,5 +1,5 @@
-//! Providers' HTTP APIs (feature `providers`): Postmark, Mailgun, SendGrid and Resend so
-//! far.
+//! Providers' HTTP APIs (feature `providers`): Postmark, Mailgun, Amazon SES, SendGrid and
+//! Resend so far.
 //!
 //! Shape of each (and of the next ones): a `config/<name>.rs` with its settings and URL,
 //! a module here that turns the email into the provider's request, a pure `classify` of
@@ -7,7 +7,9 @@
 //! [`ApiSender`] (with its arms in the methods below); [`http`] carries the request,
 //! [`hints`] reads when to try again. A provider takes the email either as fields
 //! ([`ApiEmail`]: Postmark, SendGrid, Resend) or as the rendered MIME bytes
-//! ([`Rendered`], Mailgun: signed when DKIM is configured).
+//! ([`Rendered`], Mailgun and Amazon SES: signed when DKIM is configured). SES signs its
+//! requests with AWS SigV4 ([`crate::sigv4`]) and finds its keys through
+//! [`aws_credentials`].
 
 use outbox_core::MessageId;
 
@@ -17,17 +19,21 @@ use crate::{
     ConfigError, Email, SendError,
 };
 
+pub(crate) mod aws_credentials;
 pub(crate) mod hints;
 pub(crate) mod http;
+pub(crate) mod limits;
 pub(crate) mod mailgun;
 pub(crate) mod postmark;
 pub(crate) mod resend;
 pub(crate) mod sendgrid;
+pub(crate) mod ses;
 
 /// The mailer's sender for a provider's API.
 pub(crate) enum ApiSender {
     Postmark(postmark::PostmarkSender),
     Mailgun(mailgun::MailgunSender),
+    Ses(Box<ses::SesSender>),
     SendGrid(sendgrid::SendGridSender),
     Resend(resend::ResendSender),
 }
@@ -38,6 +44,7 @@ impl ApiSender {
         Ok(match transport {
             Transport::Postmark(c) => Self::Postmark(postmark::PostmarkSender::new(c)?),
             Transport::Mailgun(c) => Self::Mailgun(mailgun::MailgunSender::new(c)?),
+            Transport::Ses(c) => Self::Ses(Box::new(ses::SesSender::new(c)?)),
             Transport::SendGrid(c) => Self::SendGrid(sendgrid::SendGridSender::new(c)?),
             Transport::Resend(c) => Self::Resend(resend::ResendSender::new(c)?),
             other => {
@@ -54,6 +61,7 @@ impl ApiSender {
         match self {
             Self::Postmark(_) => "postmark",
             Self::Mailgun(_) => "mailgun",
+            Self::Ses(_) => "ses",
             Self::SendGrid(_) => "sendgrid",
             Self::Resend(_) => "resend",
         }
@@ -64,7 +72,7 @@ impl ApiSender {
     pub(crate) fn takes_fields(&self) -> bool {
         match self {
             Self::Postmark(_) | Self::SendGrid(_) | Self::Resend(_) => true,
-            Self::Mailgun(_) => false,
+            Self::Mailgun(_) | Self::Ses(_) => false,
         }
     }
 
@@ -80,7 +88,7 @@ impl ApiSender {
             Self::Postmark(postmark) => postmark.send(email, api).await,
             Self::SendGrid(sendgrid) => sendgrid.send(email, api, id).await,
             Self::Resend(resend) => resend.send(email, api, id).await,
-            Self::Mailgun(_) => Err(self.cannot("an email as fields")),
+            Self::Mailgun(_) | Self::Ses(_) => Err(self.cannot("an email as fields")),
         }
     }
 
@@ -88,6 +96,7 @@ impl ApiSender {
     pub(crate) async fn send_mime(&self, rendered: &Rendered) -> Result<String, SendError> {
         match self {
             Self::Mailgun(mailgun) => mailgun.send(rendered).await,
+            Self::Ses(ses) => ses.send(rendered).await,
             Self::Postmark(_) => Err(SendError::Unsupported(
                 "a raw email (lettre message) cannot be sent through Postmark's Email API \
                  yet: send it through SMTP (Postmark's SMTP server works too)"

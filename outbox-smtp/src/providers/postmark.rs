@@ -23,6 +23,12 @@ use crate::{
 
 const PROVIDER: &str = "postmark";
 
+/// Postmark's limit on one email with its attachments: 10 MB ("Email API": a message of
+/// at most 10 MB, attachments included).
+pub(crate) const MAX_BYTES: usize = 10 * 1024 * 1024;
+/// Postmark's limit on recipients per email, To, Cc and Bcc together: 50.
+pub(crate) const MAX_RECIPIENTS: usize = 50;
+
 /// Sends through one Postmark server (its token).
 pub(crate) struct PostmarkSender {
     client: HttpClient,
