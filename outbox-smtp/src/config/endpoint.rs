@@ -182,9 +182,9 @@ pub(crate) fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The endpoint's builder methods and getters on a provider's config (a struct with an
+/// The endpoint's builder methods on a provider's config (a struct with an
 /// `endpoint: ApiEndpoint` field), written once for every provider.
-macro_rules! api_endpoint_methods {
+macro_rules! api_endpoint_builders {
     () => {
         /// Another API host (and port), e.g. a test server; HTTPS unless
         /// [`plain_http`](Self::plain_http) is set (URL: `?host=HOST:PORT`).
@@ -222,11 +222,6 @@ macro_rules! api_endpoint_methods {
             self
         }
 
-        /// The API host.
-        pub fn api_host(&self) -> &str {
-            &self.endpoint.host
-        }
-
         /// The port: the one given, else 443 (HTTPS) or 80.
         pub fn effective_port(&self) -> u16 {
             self.endpoint.effective_port()
@@ -235,6 +230,20 @@ macro_rules! api_endpoint_methods {
         /// True when requests go over HTTPS.
         pub fn is_tls(&self) -> bool {
             self.endpoint.tls
+        }
+    };
+}
+pub(crate) use api_endpoint_builders;
+
+/// [`api_endpoint_builders`] and the API host's getter, for a provider whose host is
+/// the endpoint's.
+macro_rules! api_endpoint_methods {
+    () => {
+        super::endpoint::api_endpoint_builders!();
+
+        /// The API host.
+        pub fn api_host(&self) -> &str {
+            &self.endpoint.host
         }
     };
 }

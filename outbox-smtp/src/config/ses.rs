@@ -134,40 +134,7 @@ impl SesConfig {
         self
     }
 
-    /// Another API host (and port), e.g. a test server; HTTPS unless
-    /// [`plain_http`](Self::plain_http) is set (URL: `?host=HOST:PORT`).
-    pub fn host(mut self, host: impl Into<String>, port: Option<u16>) -> Self {
-        self.endpoint.host = host.into();
-        self.endpoint.port = port;
-        self
-    }
-
-    /// Plain HTTP instead of HTTPS (`?tls=none`): refused for any host that is not
-    /// loopback (`127.0.0.0/8`, `::1`, `localhost`), for tests only.
-    pub fn plain_http(mut self) -> Self {
-        self.endpoint.tls = false;
-        self
-    }
-
-    /// How long connecting may take (default 10 s; `?connect_timeout=`).
-    pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.endpoint.connect_timeout = timeout;
-        self
-    }
-
-    /// How long one request may take, from connecting to the whole answer (default 30 s;
-    /// `?timeout=`).
-    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.endpoint.timeout = timeout;
-        self
-    }
-
-    /// How many idle connections are kept open for the next requests (default 16;
-    /// `?pool=`).
-    pub fn pool(mut self, connections: usize) -> Self {
-        self.endpoint.pool = connections;
-        self
-    }
+    super::endpoint::api_endpoint_builders!();
 
     /// The region.
     pub fn region(&self) -> &str {
@@ -190,16 +157,6 @@ impl SesConfig {
             true => &self.default_host,
             false => &self.endpoint.host,
         }
-    }
-
-    /// The port: the one given, else 443 (HTTPS) or 80.
-    pub fn effective_port(&self) -> u16 {
-        self.endpoint.effective_port()
-    }
-
-    /// True when requests go over HTTPS.
-    pub fn is_tls(&self) -> bool {
-        self.endpoint.tls
     }
 
     /// The endpoint with its host filled in.
