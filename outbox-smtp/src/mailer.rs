@@ -69,6 +69,9 @@ struct Inner {
     no_unsubscribe_logged: Mutex<Option<Instant>>,
     config: MailerConfig,
     sender: Sender,
+    /// How fast emails went through the provider's API lately, for its throttles.
+    #[cfg(feature = "providers")]
+    pace: crate::providers::pace::Pace,
 }
 
 enum Sender {
@@ -137,6 +140,8 @@ impl Mailer {
                 no_unsubscribe_logged: Mutex::new(None),
                 config,
                 sender,
+                #[cfg(feature = "providers")]
+                pace: crate::providers::pace::Pace::new(Instant::now()),
             }),
         })
     }
@@ -249,6 +254,45 @@ impl Mailer {
         }
     }
 
+    /// [`reported`], with a provider's throttle slowing to half the rate this process got
+    /// through lately (or the provider's own long wait) instead of the wait alone.
+    fn paced(
+        &self,
+        id: &MessageId,
+        result: Result<Delivery, SendError>,
+    ) -> Result<Delivery, HandlerError> {
+        #[cfg(feature = "providers")]
+        if let Sender::Api(_) = &self.inner.sender {
+            let now = Instant::now();
+            match &result {
+                Ok(_) => self.inner.pace.note(now),
+                Err(SendError::Api(e)) => {
+                    if let crate::ApiVerdict::SlowDown(hint) = e.verdict {
+                        let observed = self.inner.pace.rate(now);
+                        let (one_per, during) = crate::providers::pace::throttled(hint, observed);
+                        let e = result.expect_err("matched an error");
+                        return Err(HandlerError::slow_down(one_per, during, e));
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        reported(id, result)
+    }
+
+    /// The shaping site of this mailer's provider, `api:` and its name (`api:ses`,
+    /// `api:postmark`, …), for a provider's HTTP API; `None` for SMTP and the development
+    /// transports. Shape by it ([`Shaping::one_site`](outbox_core::Shaping::one_site)) so
+    /// that the provider's "too many requests" answers slow every email sent through it:
+    /// `Outbox::new(backend).shaping(Shaping::new().one_site(&site))`.
+    pub fn site(&self) -> Option<String> {
+        match &self.inner.sender {
+            #[cfg(feature = "providers")]
+            Sender::Api(sender) => Some(format!("api:{}", sender.provider())),
+            _ => None,
+        }
+    }
+
     /// Refuses an email this mailer's provider would refuse for its size or its number of
     /// recipients (a provider's API, feature `providers`: Postmark 10 MB and 50
     /// recipients, Mailgun 25 MB and 1000, SES 40 MB and 50, SendGrid 30 MB and 1000,
@@ -281,7 +325,7 @@ impl Mailer {
         let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
         self.note_unknown(&result, email.list.is_some(), ctx).await;
         note_receipt(&result, ctx).await;
-        reported(ctx.id(), result)
+        self.paced(ctx.id(), result)
     }
 
     /// Sends a raw email ([`RawEmail`], what [`QueuedTransport`](crate::QueuedTransport)
@@ -295,7 +339,7 @@ impl Mailer {
         let list = render::header_value(&raw.data, "List-Unsubscribe").is_some();
         self.note_unknown(&result, list, ctx).await;
         note_receipt(&result, ctx).await;
-        reported(ctx.id(), result)
+        self.paced(ctx.id(), result)
     }
 
     /// The handler an outbox runs for [`RawEmail`] messages (lettre messages enqueued by

@@ -59,7 +59,7 @@ pub async fn ok(m: Mail, ctx: Ctx) -> Result<(), HandlerError> {
     Ok(())
 }
 
-async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+pub async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

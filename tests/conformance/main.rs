@@ -20,6 +20,7 @@ mod layers;
 mod many_types;
 mod outage;
 mod processes;
+mod providers;
 #[path = "../common/proxy.rs"]
 mod proxy;
 mod shaping;
@@ -35,7 +36,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes, shaping, testing, unknown_users,
+                processes, providers, shaping, testing, unknown_users,
             };
             type H = $harness;
 
@@ -230,6 +231,11 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_slowed_site_gets_the_rate_it_is_slowed_to() {
                 shaping::a_slowed_site_gets_the_rate_it_is_slowed_to::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_ses_throttle_storm_loses_nothing_and_slows_the_providers_site() {
+                providers::an_ses_throttle_storm_loses_nothing_and_slows_the_providers_site::<H>()
+                    .await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {

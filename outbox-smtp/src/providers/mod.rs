@@ -24,6 +24,7 @@ pub(crate) mod hints;
 pub(crate) mod http;
 pub(crate) mod limits;
 pub(crate) mod mailgun;
+pub(crate) mod pace;
 pub(crate) mod postmark;
 pub(crate) mod resend;
 pub(crate) mod sendgrid;
