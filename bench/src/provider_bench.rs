@@ -28,7 +28,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use outbox::{
     prelude::*,
-    smtp::{Email, Mailer, MailerConfig},
+    smtp::{Email, Mailer, MailerConfig, SesConfig},
     RateLimit, SqliteBackend,
 };
 
@@ -40,8 +40,8 @@ struct Provider {
     path: &'static str,
     status: u16,
     body: &'static str,
-    /// The mailer URL for the stand-in on `port`.
-    url: fn(u16) -> String,
+    /// The mailer's settings for the stand-in on `port`.
+    config: fn(u16) -> MailerConfig,
 }
 
 const PROVIDERS: &[Provider] = &[
@@ -50,28 +50,58 @@ const PROVIDERS: &[Provider] = &[
         path: "/email",
         status: 200,
         body: r#"{"To":"a@example.org","SubmittedAt":"2026-11-28T10:00:00Z","MessageID":"0a129aee-e1cd-480d-b08d-4f48548ff48d","ErrorCode":0,"Message":"OK"}"#,
-        url: |port| format!("postmark://token@127.0.0.1:{port}?tls=none"),
+        config: |port| {
+            MailerConfig::from_url(&format!("postmark://token@127.0.0.1:{port}?tls=none")).unwrap()
+        },
     },
     Provider {
         name: "mailgun",
         path: "/v3/mg.example.com/messages.mime",
         status: 200,
         body: r#"{"id":"<20261128100000.1.ABCDEF@mg.example.com>","message":"Queued. Thank you."}"#,
-        url: |port| format!("mailgun://key@mg.example.com?host=127.0.0.1:{port}&tls=none"),
+        config: |port| {
+            MailerConfig::from_url(&format!(
+                "mailgun://key@mg.example.com?host=127.0.0.1:{port}&tls=none"
+            ))
+            .unwrap()
+        },
+    },
+    Provider {
+        name: "ses",
+        path: "/v2/email/outbound-emails",
+        status: 200,
+        body: r#"{"MessageId":"0100018c1b2a3c4d-5e6f7a8b-9c0d-1e2f-3a4b-5c6d7e8f9a0b-000000"}"#,
+        config: |port| {
+            MailerConfig::ses(
+                SesConfig::new("us-east-1")
+                    .host("127.0.0.1", Some(port))
+                    .plain_http()
+                    .credentials(
+                        "AKIDEXAMPLE",
+                        "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                        None,
+                    ),
+            )
+        },
     },
     Provider {
         name: "sendgrid",
         path: "/v3/mail/send",
         status: 202,
         body: "",
-        url: |port| format!("sendgrid://key?host=127.0.0.1:{port}&tls=none"),
+        config: |port| {
+            MailerConfig::from_url(&format!("sendgrid://key?host=127.0.0.1:{port}&tls=none"))
+                .unwrap()
+        },
     },
     Provider {
         name: "resend",
         path: "/emails",
         status: 200,
         body: r#"{"id":"49a3999c-0ce1-4ea6-ab68-afcd6dc2e794"}"#,
-        url: |port| format!("resend://key?host=127.0.0.1:{port}&tls=none"),
+        config: |port| {
+            MailerConfig::from_url(&format!("resend://key?host=127.0.0.1:{port}&tls=none")).unwrap()
+        },
     },
 ];
 
@@ -217,7 +247,7 @@ async fn queued(n: u64) -> (tempfile::TempDir, SqliteBackend) {
 
 async fn measure(p: &Provider, n: u64) {
     let (port, seen) = stand(p).await;
-    let mailer = Mailer::new(MailerConfig::from_url(&(p.url)(port)).unwrap()).unwrap();
+    let mailer = Mailer::new((p.config)(port)).unwrap();
     // Warm: open the connections, and capture the request to replay.
     let m = mailer.clone();
     at_concurrency(CONCURRENCY as u64, move |i| {
@@ -231,14 +261,21 @@ async fn measure(p: &Provider, n: u64) {
     let mut rounds = Vec::new();
     for _ in 0..3 {
         let base = plain(port, &request, n).await;
+        // The emails are the application's input, built before the clock starts (as the
+        // baseline's request is).
+        let mails: Arc<Vec<Email>> = Arc::new((0..n).map(email).collect());
         let m = mailer.clone();
         let transport = at_concurrency(n, move |i| {
-            let m = m.clone();
+            let (m, mails) = (m.clone(), Arc::clone(&mails));
             async move {
-                m.deliver_now(&email(i)).await.expect("send");
+                m.deliver_now(&mails[i as usize]).await.expect("send");
             }
         })
         .await;
+        if std::env::var_os("PROVIDER_BENCH_TRANSPORT_ONLY").is_some() {
+            rounds.push((base, transport, 0.0));
+            continue;
+        }
         let (_dir, backend) = queued(n).await;
         let outbox = Outbox::new(backend).register_with::<Email, _>(
             mailer.handler(),
@@ -267,7 +304,7 @@ async fn measure(p: &Provider, n: u64) {
 /// The rate run: `per_second` emails per second for `seconds` through `p`'s stand-in.
 async fn rate(p: &Provider, per_second: f64, burst: u32, seconds: u64) {
     let (port, seen) = stand(p).await;
-    let mailer = Mailer::new(MailerConfig::from_url(&(p.url)(port)).unwrap()).unwrap();
+    let mailer = Mailer::new((p.config)(port)).unwrap();
     let n = (per_second as u64) * (seconds + 5);
     let (_dir, backend) = queued(n).await;
     let outbox = Outbox::new(backend)
@@ -304,8 +341,13 @@ async fn main() {
     let n: u64 = args.next().map_or(3000, |a| a.parse().expect("emails"));
     let seconds: u64 = args.next().map_or(60, |a| a.parse().expect("seconds"));
     println!("{n} emails per measure, concurrency {CONCURRENCY}");
+    // `PROVIDER_BENCH_ONLY=ses` measures one provider (for a profiler).
+    let only = std::env::var("PROVIDER_BENCH_ONLY").ok();
     if n > 0 {
-        for p in PROVIDERS {
+        for p in PROVIDERS
+            .iter()
+            .filter(|p| only.as_deref().is_none_or(|o| o == p.name))
+        {
             measure(p, n).await;
         }
     }
@@ -313,7 +355,9 @@ async fn main() {
         .iter()
         .find(|p| p.name == "ses")
         .unwrap_or(&PROVIDERS[0]);
-    for burst in [1, 2, 5] {
-        rate(rated, 100.0, burst, seconds).await;
+    if seconds > 0 {
+        for burst in [1, 2, 5] {
+            rate(rated, 100.0, burst, seconds).await;
+        }
     }
 }
