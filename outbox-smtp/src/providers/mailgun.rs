@@ -101,10 +101,12 @@ fn answered(answer: &HttpAnswer) -> Result<String, SendError> {
             false => text.chars().take(300).collect(),
         }
     });
+    // Seconds, or an HTTP-date.
     let retry_after = answer
         .retry_after
         .as_deref()
-        .and_then(|v| v.trim().parse::<u64>().ok());
+        .and_then(|v| super::hints::retry_after(v, std::time::SystemTime::now()))
+        .map(|wait| wait.as_secs());
     Err(SendError::Api(ApiError {
         provider: PROVIDER,
         status: Some(answer.status),

@@ -141,10 +141,12 @@ fn answered(answer: &HttpAnswer, recipients: usize) -> Result<String, SendError>
             .unwrap_or_default();
         return Ok(id.to_owned());
     }
+    // Seconds, or an HTTP-date.
     let retry_after = answer
         .retry_after
         .as_deref()
-        .and_then(|v| v.trim().parse::<u64>().ok());
+        .and_then(|v| super::hints::retry_after(v, std::time::SystemTime::now()))
+        .map(|wait| wait.as_secs());
     Err(SendError::Api(ApiError {
         provider: PROVIDER,
         status: Some(answer.status),
@@ -329,6 +331,14 @@ mod tests {
             1,
         );
         assert_eq!(e.verdict, ApiVerdict::SlowDown(Duration::from_secs(7)));
+        // An HTTP-date a minute ahead.
+        let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(61));
+        let dated = verdict(429, "", Some(&later), 1);
+        assert!(
+            matches!(dated.verdict, ApiVerdict::SlowDown(d) if (59..=61).contains(&d.as_secs())),
+            "{:?}",
+            dated.verdict
+        );
         let no_header = verdict(429, "", None, 1);
         assert_eq!(
             no_header.verdict,
