@@ -77,8 +77,8 @@ impl ApiEndpoint {
                     }
                 }
             }
-            "connect_timeout" => self.connect_timeout = super::url::duration(key, value)?,
-            "timeout" => self.timeout = super::url::duration(key, value)?,
+            "connect_timeout" => self.connect_timeout = super::values::duration(key, value)?,
+            "timeout" => self.timeout = super::values::duration(key, value)?,
             "pool" => {
                 self.pool = value
                     .parse::<usize>()
@@ -116,12 +116,6 @@ impl ApiEndpoint {
             return Err(ConfigError::new("pool", "must be at least 1"));
         }
         Ok(())
-    }
-
-    /// The client these settings call for.
-    pub(crate) fn client(&self) -> Result<crate::providers::http::HttpClient, ConfigError> {
-        crate::providers::http::HttpClient::new(self)
-            .map_err(|e| ConfigError::new("tls", format!("cannot set up TLS: {e}")))
     }
 
     /// Writes the parameters that differ from the provider's defaults (the host too when

@@ -19,6 +19,7 @@ mod sendgrid;
 mod ses;
 mod smtp;
 mod url;
+mod values;
 
 use std::{fmt, path::PathBuf};
 

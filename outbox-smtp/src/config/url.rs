@@ -1,9 +1,9 @@
 //! Reading a [`MailerConfig`] from a URL. Errors never quote the URL (it may hold a
 //! password), only the part that is wrong.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
 
-use super::{MailerConfig, Security, SmtpConfig, Transport};
+use super::{values::duration, MailerConfig, Security, SmtpConfig, Transport};
 use crate::{ConfigError, TestRedirect};
 
 /// Query parameters every transport accepts.
@@ -558,27 +558,10 @@ fn smtp_param(smtp: &mut SmtpConfig, key: &str, value: &str) -> Result<(), Confi
     Ok(())
 }
 
-/// `500ms`, `10s`, `2m`, `1h`, or a number of seconds.
-pub(super) fn duration(key: &str, value: &str) -> Result<Duration, ConfigError> {
-    let bad = || {
-        ConfigError::new(
-            key,
-            format!("{value:?} is not a duration such as 500ms, 10s, 2m or 1h"),
-        )
-    };
-    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    Ok(match &value[digits.len()..] {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(bad()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn smtp_of(url: &str) -> SmtpConfig {

@@ -56,6 +56,12 @@ pub(crate) enum HttpFailure {
 }
 
 impl HttpClient {
+    /// A client for `endpoint`, or the setting that cannot work.
+    pub(crate) fn for_endpoint(endpoint: &ApiEndpoint) -> Result<Self, crate::ConfigError> {
+        Self::new(endpoint)
+            .map_err(|e| crate::ConfigError::new("tls", format!("cannot set up TLS: {e}")))
+    }
+
     /// A client for `endpoint`.
     pub(crate) fn new(endpoint: &ApiEndpoint) -> Result<Self, String> {
         let tls = if endpoint.tls {

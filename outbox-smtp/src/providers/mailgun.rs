@@ -37,7 +37,7 @@ pub(crate) struct MailgunSender {
 
 impl MailgunSender {
     pub(crate) fn new(config: &MailgunConfig) -> Result<Self, ConfigError> {
-        let client = config.endpoint.client()?;
+        let client = HttpClient::for_endpoint(&config.endpoint)?;
         let credentials =
             base64::engine::general_purpose::STANDARD.encode(format!("api:{}", config.key));
         Ok(Self {

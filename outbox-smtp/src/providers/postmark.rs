@@ -38,7 +38,7 @@ pub(crate) struct PostmarkSender {
 
 impl PostmarkSender {
     pub(crate) fn new(config: &PostmarkConfig) -> Result<Self, ConfigError> {
-        let client = config.endpoint.client()?;
+        let client = HttpClient::for_endpoint(&config.endpoint)?;
         Ok(Self {
             client,
             token: config.token.clone(),

@@ -60,7 +60,7 @@ pub(crate) struct ResendSender {
 impl ResendSender {
     pub(crate) fn new(config: &ResendConfig) -> Result<Self, ConfigError> {
         Ok(Self {
-            client: config.endpoint.client()?,
+            client: HttpClient::for_endpoint(&config.endpoint)?,
             authorization: format!("Bearer {}", config.key),
         })
     }

@@ -56,7 +56,7 @@ pub(crate) struct SendGridSender {
 impl SendGridSender {
     pub(crate) fn new(config: &SendGridConfig) -> Result<Self, ConfigError> {
         Ok(Self {
-            client: config.endpoint.client()?,
+            client: HttpClient::for_endpoint(&config.endpoint)?,
             authorization: format!("Bearer {}", config.key),
         })
     }

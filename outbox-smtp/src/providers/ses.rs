@@ -67,7 +67,7 @@ enum Credentials {
 
 impl SesSender {
     pub(crate) fn new(config: &SesConfig) -> Result<Self, ConfigError> {
-        let client = config.resolved_endpoint().client()?;
+        let client = HttpClient::for_endpoint(&config.resolved_endpoint())?;
         let url = format!("{}{PATH}", client.origin());
         let credentials = match &config.credentials {
             Some(c) => Credentials::Given(Arc::new(AwsCredentials {
