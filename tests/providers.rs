@@ -608,3 +608,48 @@ async fn an_email_over_the_providers_limits_is_refused_before_it_is_enqueued() {
         "only the email within the limits was sent"
     );
 }
+
+/// A 200 that lists inactive addresses (Postmark took the email but will not deliver to
+/// them: an earlier hard bounce or complaint there): the email is delivered to the others
+/// and done, each inactive address is suppressed, the active one is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_success_listing_inactive_addresses_suppresses_them() {
+    let db = TestDb::new().await;
+    let stand = postmark(Answer::new(
+        200,
+        r#"{"To":"ann@example.org, gone@example.org","SubmittedAt":"2024-05-01T10:00:00Z","MessageID":"5f2a-1","ErrorCode":0,"Message":"Message OK, but will not deliver to these inactive addresses: gone@example.org. Inactive recipients are ones that have generated a hard bounce or a spam complaint."}"#,
+    ))
+    .await;
+    let mailer = Mailer::new(MailerConfig::from_url(&url(stand.port)).unwrap()).unwrap();
+    let email = Email::builder()
+        .from("Shop <shop@example.com>")
+        .to("ann@example.org")
+        .to("gone@example.org")
+        .subject("Your order")
+        .text("Thanks")
+        .build()
+        .unwrap();
+    let id = enqueue(&db, email).await;
+    let outbox = outbox_for(&db, &mailer);
+    run_until(&outbox, "delivered", || async {
+        db.status(&id).await.as_deref() == Some("done")
+    })
+    .await;
+    let suppressed = outbox
+        .admin()
+        .suppressions()
+        .list(&SuppressionFilter::default(), 10, 0)
+        .await
+        .unwrap();
+    let addresses: Vec<&str> = suppressed.iter().map(|s| s.address.as_str()).collect();
+    assert_eq!(addresses, ["gone@example.org"]);
+    assert_eq!(suppressed[0].reason, SuppressionReason::HardBounce);
+    assert!(
+        suppressed[0]
+            .source
+            .as_deref()
+            .is_some_and(|s| s.contains("postmark") && s.contains(&id)),
+        "{:?}",
+        suppressed[0].source
+    );
+}

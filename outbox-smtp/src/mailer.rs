@@ -325,6 +325,7 @@ impl Mailer {
         let result = self.deliver(email, ctx.id(), ctx.type_tag()).await;
         self.note_unknown(&result, email.list.is_some(), ctx).await;
         note_receipt(&result, ctx).await;
+        note_inactive(&result, ctx).await;
         self.paced(ctx.id(), result)
     }
 
@@ -406,19 +407,39 @@ impl Mailer {
             #[cfg(feature = "providers")]
             Sender::Api(sender) if sender.takes_fields() => {
                 let api = render::prepare_api(email, id, type_tag, &options)?;
-                let provider_id = sender.send_fields(email, &api, id).await?;
+                let taken = sender.send_fields(email, &api, id).await?;
                 tracing::debug!(
                     message.id = %id, message_id = %api.message_id,
-                    provider = sender.provider(), provider.id = %provider_id,
+                    provider = sender.provider(), provider.id = %taken.id,
                     "the provider took the email"
                 );
+                let inactive = |a: &str| {
+                    taken
+                        .inactive
+                        .iter()
+                        .any(|(i, _)| i.eq_ignore_ascii_case(a))
+                };
                 return Ok(Delivery {
-                    accepted: api.recipients().map(|m| m.address.clone()).collect(),
+                    accepted: api
+                        .recipients()
+                        .map(|m| m.address.clone())
+                        .filter(|a| !inactive(a))
+                        .collect(),
                     message_id: api.message_id,
-                    refused: Vec::new(),
+                    // The provider's own "will not deliver" (Postmark's inactive
+                    // recipients), as a refusal with its error code for them, 406.
+                    refused: taken
+                        .inactive
+                        .iter()
+                        .map(|(address, said)| RefusedRecipient {
+                            address: address.clone(),
+                            code: 406,
+                            reply: said.clone(),
+                        })
+                        .collect(),
                     redirected: api.redirected,
                     file: None,
-                    provider_id: Some(provider_id),
+                    provider_id: Some(taken.id),
                     provider: Some(sender.provider()),
                 });
             }
@@ -644,6 +665,44 @@ impl fmt::Debug for Mailer {
         f.debug_struct("Mailer")
             .field("config", &format_args!("{}", self.inner.config))
             .finish()
+    }
+}
+
+/// Suppresses the recipients a provider took the email for but said it will not deliver
+/// to (Postmark's inactive addresses: an earlier hard bounce or spam complaint there), as
+/// hard bounces: the next email to them is not sent at all.
+async fn note_inactive<S>(result: &Result<Delivery, SendError>, ctx: &MessageContext<S>) {
+    let Ok(Delivery {
+        provider: Some(provider),
+        refused,
+        ..
+    }) = result
+    else {
+        return;
+    };
+    for r in refused {
+        let entry = match outbox_core::NewSuppression::new(
+            &r.address,
+            outbox_core::SuppressionScope::All,
+            outbox_core::SuppressionReason::HardBounce,
+        ) {
+            Ok(entry) => entry.source(format!("{provider}: inactive recipient of {}", ctx.id())),
+            Err(e) => {
+                tracing::warn!(address = %r.address, error = %e, "cannot suppress an inactive recipient");
+                continue;
+            }
+        };
+        match ctx.suppress(entry).await {
+            Ok(()) => tracing::info!(
+                address = %r.address, provider, message.id = %ctx.id(), reply = %r.reply,
+                "the provider will not deliver to this address (inactive); suppressed"
+            ),
+            Err(e) => tracing::warn!(
+                address = %r.address, provider, error = %e,
+                "the provider will not deliver to this address, but the suppression could \
+                 not be written"
+            ),
+        }
     }
 }
 

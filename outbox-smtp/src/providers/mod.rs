@@ -30,6 +30,26 @@ pub(crate) mod resend;
 pub(crate) mod sendgrid;
 pub(crate) mod ses;
 
+/// What a provider said when it took an email.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ApiAccepted {
+    /// Its id of the email.
+    pub(crate) id: String,
+    /// Recipients it took the email for but will not deliver to (Postmark's inactive
+    /// addresses: an earlier hard bounce or spam complaint there), with its words.
+    pub(crate) inactive: Vec<(String, String)>,
+}
+
+impl ApiAccepted {
+    /// Taken for every recipient, as `id`.
+    pub(crate) fn id(id: String) -> Self {
+        Self {
+            id,
+            inactive: Vec::new(),
+        }
+    }
+}
+
 /// The mailer's sender for a provider's API.
 pub(crate) enum ApiSender {
     Postmark(postmark::PostmarkSender),
@@ -84,11 +104,11 @@ impl ApiSender {
         email: &Email,
         api: &ApiEmail,
         id: &MessageId,
-    ) -> Result<String, SendError> {
+    ) -> Result<ApiAccepted, SendError> {
         match self {
             Self::Postmark(postmark) => postmark.send(email, api).await,
-            Self::SendGrid(sendgrid) => sendgrid.send(email, api, id).await,
-            Self::Resend(resend) => resend.send(email, api, id).await,
+            Self::SendGrid(sendgrid) => sendgrid.send(email, api, id).await.map(ApiAccepted::id),
+            Self::Resend(resend) => resend.send(email, api, id).await.map(ApiAccepted::id),
             Self::Mailgun(_) | Self::Ses(_) => Err(self.cannot("an email as fields")),
         }
     }

@@ -16,7 +16,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::http::{HttpAnswer, HttpClient, HttpFailure};
+use super::{
+    http::{HttpAnswer, HttpClient, HttpFailure},
+    ApiAccepted,
+};
 use crate::{
     config::PostmarkConfig, render::ApiEmail, ApiError, ApiVerdict, ConfigError, Email, SendError,
 };
@@ -47,7 +50,11 @@ impl PostmarkSender {
     }
 
     /// Sends `email` (prepared as `api`); Postmark's `MessageID` on success.
-    pub(crate) async fn send(&self, email: &Email, api: &ApiEmail) -> Result<String, SendError> {
+    pub(crate) async fn send(
+        &self,
+        email: &Email,
+        api: &ApiEmail,
+    ) -> Result<ApiAccepted, SendError> {
         let body = serde_json::to_vec(&request(email, api, self.stream.as_deref()))
             .map_err(|e| SendError::Unsupported(format!("cannot write the request: {e}")))?;
         let headers = [
@@ -120,7 +127,7 @@ pub(crate) fn request(email: &Email, api: &ApiEmail, stream: Option<&str>) -> Va
 }
 
 /// An answer: Postmark's `MessageID` for a success, else the classified error.
-fn answered(answer: &HttpAnswer, recipients: usize) -> Result<String, SendError> {
+fn answered(answer: &HttpAnswer, recipients: usize) -> Result<ApiAccepted, SendError> {
     let json: Option<Value> = serde_json::from_slice(&answer.body).ok();
     let field = |name: &str| json.as_ref().and_then(|j| j.get(name));
     let code = field("ErrorCode").and_then(Value::as_i64);
@@ -139,7 +146,13 @@ fn answered(answer: &HttpAnswer, recipients: usize) -> Result<String, SendError>
         let id = field("MessageID")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        return Ok(id.to_owned());
+        return Ok(ApiAccepted {
+            id: id.to_owned(),
+            inactive: inactive_in(&message)
+                .into_iter()
+                .map(|address| (address, message.clone()))
+                .collect(),
+        });
     }
     // Seconds, or an HTTP-date.
     let retry_after = answer
@@ -154,6 +167,22 @@ fn answered(answer: &HttpAnswer, recipients: usize) -> Result<String, SendError>
         message,
         verdict: classify(answer.status, code, retry_after, recipients),
     }))
+}
+
+/// The addresses a success's `Message` says Postmark will not deliver to: "Message OK, but
+/// will not deliver to these inactive addresses: a@example.com, b@example.com. Inactive
+/// recipients are ones that have generated a hard bounce or a spam complaint."
+fn inactive_in(message: &str) -> Vec<String> {
+    const SAID: &str = "will not deliver to these inactive addresses:";
+    let Some(at) = message.find(SAID) else {
+        return Vec::new();
+    };
+    let rest = &message[at + SAID.len()..];
+    let list = rest.split(". ").next().unwrap_or(rest);
+    list.split(',')
+        .map(|a| a.trim().trim_end_matches('.').to_owned())
+        .filter(|a| a.contains('@'))
+        .collect()
 }
 
 /// No answer: a refused connection means Postmark (or the test server) is down; the rest
@@ -228,8 +257,18 @@ mod tests {
     #[test]
     fn postmark_ok_keeps_the_message_id() {
         let body = r#"{"To":"a@example.com","SubmittedAt":"2024-01-01T00:00:00Z","MessageID":"b7bc2f4a-e38e-4336-af7d-e6c392c2f817","ErrorCode":0,"Message":"OK"}"#;
-        let id = answered(&answer(200, body, None), 1).unwrap();
-        assert_eq!(id, "b7bc2f4a-e38e-4336-af7d-e6c392c2f817");
+        let accepted = answered(&answer(200, body, None), 1).unwrap();
+        assert_eq!(accepted.id, "b7bc2f4a-e38e-4336-af7d-e6c392c2f817");
+        assert!(accepted.inactive.is_empty());
+    }
+
+    #[test]
+    fn postmark_ok_names_the_inactive_recipients_it_will_not_deliver_to() {
+        let body = r#"{"To":"a@example.com, gone@example.com","SubmittedAt":"2024-01-01T00:00:00Z","MessageID":"m-1","ErrorCode":0,"Message":"Message OK, but will not deliver to these inactive addresses: gone@example.com, Old@Example.org. Inactive recipients are ones that have generated a hard bounce or a spam complaint."}"#;
+        let accepted = answered(&answer(200, body, None), 3).unwrap();
+        let who: Vec<&str> = accepted.inactive.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(who, ["gone@example.com", "Old@Example.org"]);
+        assert!(accepted.inactive[0].1.contains("hard bounce"));
     }
 
     #[test]
