@@ -66,7 +66,7 @@ if ! python3 -c 'import dkim, nacl' 2>/dev/null; then
     || die "python3 -m pip install dkimpy pynacl failed"
 fi
 
-# The Amazon SES tests (tests/providers_ses.rs) run moto's SES and STS emulator
+# The Amazon SES tests (tests/providers/ses.rs) run moto's SES and STS emulator
 # (`python3 -m moto.server`), create its identity with boto3 and check SigV4 signatures with
 # botocore (both moto's dependencies). The version the tests were written against.
 if ! python3 -c 'import moto.server, boto3, botocore, flask, flask_cors' 2>/dev/null; then

@@ -1,12 +1,12 @@
 //! A loopback stand-in for a provider's HTTP API, shared by the provider tests
-//! (`providers.rs`, `providers_sendgrid.rs`, `providers_resend.rs`): an axum server on
-//! 127.0.0.1 that records each request (headers and body) and answers it from a script,
+//! (`tests/providers/`): an axum server on 127.0.0.1 that records each request (headers
+//! and body) and answers it from a script,
 //! counting the connections it accepted; and the outbox plumbing around it (enqueue on a
 //! real SQLite file, run until a condition holds, and the four outcomes every API
 //! transport shares: deferred without an attempt, breaker open, dead letter, retried).
 //!
-//! Include it with `mod common;` and `#[path = "common/api_stand.rs"] mod api_stand;`.
-//! Each test file's module doc names the provider reference its answers follow.
+//! Included by `tests/providers/main.rs` beside `common`; each module there names the
+//! provider reference its answers follow.
 #![allow(dead_code)]
 
 use std::{

@@ -26,10 +26,6 @@
 //! `MessageRejected` a dead letter with SES's message, `AccountSuspendedException` and
 //! 404 `NotFoundException` (an unknown configuration set) the breaker open, 500 retried.
 
-#[path = "common/api_stand.rs"]
-mod api_stand;
-mod common;
-
 use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -37,10 +33,11 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use api_stand::{
+use crate::api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
     run_until, to_one, Answer, Received, Stand,
 };
+use crate::common::TestDb;
 use axum::{
     extract::{Path as UrlPath, State},
     http::{HeaderMap, Method, StatusCode, Uri},
@@ -48,7 +45,6 @@ use axum::{
     Router,
 };
 use base64::Engine as _;
-use common::TestDb;
 use outbox::smtp::{
     DkimSigner, Email, Mailer, MailerConfig, RawEmail, SesConfig, Unsubscribe, UnsubscribeKeys,
 };

@@ -13,17 +13,13 @@
 //! `daily_quota_exceeded` with `retry-after` and `ratelimit-reset` in seconds from "Rate
 //! limit", 500 `internal_server_error`).
 
-#[path = "common/api_stand.rs"]
-mod api_stand;
-mod common;
-
 use std::time::Duration;
 
-use api_stand::{
+use crate::api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
     run_until, to_one, waits_for, Answer, Stand,
 };
-use common::TestDb;
+use crate::common::TestDb;
 use outbox::{
     prelude::*,
     smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys},

@@ -12,17 +12,13 @@
 //! Send errors": 400 bad request, 401 unauthorized, 429 too many requests with
 //! `X-RateLimit-Reset`, a Unix time, from "Rate limits"; 500 server unavailable).
 
-#[path = "common/api_stand.rs"]
-mod api_stand;
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use api_stand::{
+use crate::api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
     run_until, waits_for, Answer, Stand,
 };
-use common::TestDb;
+use crate::common::TestDb;
 use outbox::smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys};
 use serde_json::json;
 
@@ -175,7 +171,7 @@ async fn an_enqueued_email_reaches_sendgrid_field_by_field() {
 
     // SendGrid's X-Message-Id is kept on the delivery.
     let delivery = mailer
-        .deliver_now(&api_stand::to_one("ann@example.org"))
+        .deliver_now(&crate::api_stand::to_one("ann@example.org"))
         .await
         .unwrap();
     assert_eq!(delivery.provider_id.as_deref(), Some(MESSAGE_ID));

@@ -20,15 +20,11 @@
 //! you."}`, an error `{"message": "..."}` (400 bad request, 401 unauthorized, 429 too
 //! many requests).
 
-#[path = "common/api_stand.rs"]
-mod api_stand;
-mod common;
-
-use api_stand::{
+use crate::api_stand::{
     dead_letter, deferred_without_an_attempt, enqueue, opens_the_breaker, outbox_for, retried,
     run_until, to_one, Answer, Received, Stand,
 };
-use common::TestDb;
+use crate::common::TestDb;
 use outbox::{
     prelude::*,
     smtp::{Email, Mailer, MailerConfig, Unsubscribe, UnsubscribeKeys},

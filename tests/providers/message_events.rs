@@ -6,8 +6,6 @@
 //! the address, and shows on the message's page in the web admin, served on loopback,
 //! after the message itself was delivered and deleted. A repeated webhook is recorded once.
 
-mod common;
-
 use std::{
     net::SocketAddr,
     sync::{
@@ -17,9 +15,9 @@ use std::{
     time::Duration,
 };
 
+use crate::common::{eventually, TestDb};
 use axum::{routing::post, Router};
 use base64::Engine as _;
-use common::{eventually, TestDb};
 use outbox::{
     prelude::*,
     smtp::{Email, Mailer, MailerConfig},
