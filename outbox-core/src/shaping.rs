@@ -700,7 +700,7 @@ mod tests {
             .one_site(" API:SES ");
         assert!(s.problems().is_empty(), "{:?}", s.problems());
         let resolver = s.resolver.clone().expect("a resolver");
-        let answer = futures::executor::block_on(resolver.site("gmail.com"));
+        let answer = futures::executor::block_on(resolver.site("mail.example"));
         assert_eq!(answer.site.as_deref(), Some("api:ses"));
         assert_eq!(s.static_site("special.example").as_deref(), Some("own"));
         let bad = Shaping::new().one_site("");

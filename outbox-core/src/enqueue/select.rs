@@ -67,6 +67,11 @@ impl<T: Into<SelectArg>> From<Option<T>> for SelectArg {
 /// MariaDB/MySQL, `$1`, `$2`, … on PostgreSQL).
 #[derive(Debug, Clone)]
 pub struct Select<'q> {
+    // Read by the database engines only: unread in a build without one.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+        allow(dead_code)
+    )]
     pub(crate) sql: &'q str,
     pub(crate) args: Vec<SelectArg>,
 }
