@@ -1,0 +1,1 @@
+//! Standard Webhooks signatures: signing deliveries and verifying them.
