@@ -10,6 +10,7 @@ pub mod admin;
 pub mod backend;
 pub mod clock;
 mod counters;
+pub mod endpoints;
 mod enqueue;
 mod error;
 #[cfg(any(
@@ -39,9 +40,9 @@ pub mod units;
 mod worker;
 
 pub use admin::{
-    Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, FailedAttempt, GroupProgress,
-    Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage, LiveState,
-    MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
+    Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, Endpoints, FailedAttempt,
+    GroupProgress, Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage,
+    LiveState, MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
     SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse, TypeCounts,
     TypeOutcomes, Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH, UNATTENDED_AFTER,
 };

@@ -3,6 +3,7 @@
 //! workers running, and needs no handler registered.
 
 mod dead_letters;
+mod endpoints;
 mod groups;
 mod messages;
 mod shaping;
@@ -20,6 +21,7 @@ pub use crate::store::{
     SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, WorkersSeen, MAX_TOKEN_BATCH,
 };
 pub use dead_letters::DeadLetters;
+pub use endpoints::Endpoints;
 pub use groups::Groups;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
@@ -133,6 +135,12 @@ impl<B: Backend> Admin<B> {
     /// Traffic shaping: the sites and the reply rules.
     pub fn shaping(&self) -> ShapingAdmin<B> {
         ShapingAdmin::new(self.backend.clone(), Arc::clone(&self.clock))
+    }
+
+    /// The endpoints of message kind `kind` (e.g. `webhook`): store, list, disable,
+    /// enable, and their failure clock.
+    pub fn endpoints(&self, kind: &str) -> Endpoints<B> {
+        Endpoints::new(self.backend.clone(), Arc::clone(&self.clock), kind)
     }
 
     /// The suppression list: list, add, remove, and the messages it stopped.

@@ -6,7 +6,8 @@
 //! The cases are split by area of the port: [`claim`](mod@claim) (order, batching, due times, pauses,
 //! concurrent claimers, counters), [`settle`] (each settlement kind and its fencing),
 //! [`lease`] (heartbeats, rescue of expired leases, the worker registry), [`prune`]
-//! (retention of done rows), [`events`] (receipts and events of messages), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
+//! (retention of done rows), [`events`] (receipts and events of messages), [`endpoints`]
+//! (the endpoints of message kinds), [`bucket`] (token bucket arithmetic) and [`dead_letters`]
 //! (filters, paging, purge and requeue), [`live`] (live messages: filters, keyset paging,
 //! retry now, cancel), [`groups`] (progress, pause, cancel, completion hooks), [`breakers`]
 //! (open, probe and close once across callers), and [`housekeeping`] (drains, unregistered
@@ -55,6 +56,7 @@ pub mod breakers;
 pub mod bucket;
 pub mod claim;
 pub mod dead_letters;
+pub mod endpoints;
 pub mod events;
 pub mod groups;
 pub mod housekeeping;
@@ -135,6 +137,8 @@ macro_rules! port_suite {
             prune::prune_limit_bounds_one_call,
             events::events_are_recorded_once_and_found_by_message_and_by_external_id,
             events::old_events_are_pruned,
+            endpoints::endpoints_are_stored_updated_listed_and_removed,
+            endpoints::endpoints_are_disabled_enabled_and_keep_a_failure_clock,
             bucket::new_bucket_is_full_then_waits,
             bucket::tokens_refill_with_time,
             bucket::tokens_cap_at_the_burst,

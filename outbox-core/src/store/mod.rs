@@ -37,6 +37,7 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 
 pub use crate::clock::{Due, Now};
+pub use crate::endpoints::Endpoint;
 pub use crate::message_events::{MessageEvent, NewMessageEvent};
 pub use crate::shaping::{RuleAction, ShapingRule, SiteDecision, SiteLimit, SiteState};
 pub use crate::suppression::{
@@ -682,6 +683,69 @@ pub trait EventStore: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<u64, Error>>;
 }
 
+/// The endpoints of message kinds ([`crate::endpoints`]): named downstreams with the kind's
+/// settings, an enabled flag and a failure clock.
+pub trait EndpointStore: Send + Sync + 'static {
+    /// Stores endpoint `name` of `kind` with `settings` (JSON text) at `now`: a new one
+    /// enabled, a known one keeps its state and takes the new settings. Checked first
+    /// ([`check_endpoint`](crate::endpoints::check_endpoint)).
+    fn put_endpoint<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        settings: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// Endpoint `name` of `kind`, if stored.
+    fn endpoint<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Endpoint>, Error>>;
+
+    /// Every endpoint of `kind`, by name.
+    fn endpoints<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Endpoint>, Error>>;
+
+    /// Disables endpoint `name` of `kind` for `reason` at `now` (a disabled one keeps its
+    /// first time and takes the new reason); the endpoint after the change, `None` if it is
+    /// not stored.
+    fn disable_endpoint<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        reason: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<Endpoint>, Error>>;
+
+    /// Enables endpoint `name` of `kind` at `now` and stops its failure clock; the endpoint
+    /// after the change, `None` if it is not stored.
+    fn enable_endpoint<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        now: Now,
+    ) -> BoxFuture<'a, Result<Option<Endpoint>, Error>>;
+
+    /// Records whether a delivery to endpoint `name` of `kind` failed (`failing`: its
+    /// failure clock starts at `now` unless it runs already) or went through (the clock
+    /// stops). Meant for changes of health, not for every delivery.
+    fn endpoint_health<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        failing: bool,
+        now: Now,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// Forgets endpoint `name` of `kind`; false if it was not stored.
+    fn remove_endpoint<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, Error>>;
+}
+
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.
 pub trait Backend:
     QueueStore
@@ -695,6 +759,7 @@ pub trait Backend:
     + SuppressionStore
     + ShapingStore
     + EventStore
+    + EndpointStore
     + Clone
     + Send
     + Sync

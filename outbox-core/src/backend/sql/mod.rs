@@ -19,6 +19,7 @@
 mod breakers;
 mod buckets;
 mod dead_letters;
+mod endpoints;
 pub(crate) mod enqueue;
 mod events;
 mod groups;

@@ -220,4 +220,20 @@ pub struct Queries {
     pub events_of_message: &'static str,
     /// Deletes old message events.
     pub events_prune: &'static str,
+    /// Stores an endpoint (new: enabled; known: new settings).
+    pub endpoint_put: &'static str,
+    /// One endpoint.
+    pub endpoint_get: &'static str,
+    /// The endpoints of a kind.
+    pub endpoints_list: &'static str,
+    /// Disables an endpoint.
+    pub endpoint_disable: &'static str,
+    /// Enables an endpoint.
+    pub endpoint_enable: &'static str,
+    /// Starts an endpoint's failure clock.
+    pub endpoint_failing: &'static str,
+    /// Stops an endpoint's failure clock.
+    pub endpoint_healthy: &'static str,
+    /// Forgets an endpoint.
+    pub endpoint_remove: &'static str,
 }

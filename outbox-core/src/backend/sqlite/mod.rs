@@ -229,6 +229,14 @@ static QUERIES: Queries = Queries {
     events_message_of: include_str!("queries/events/events_message_of.sql"),
     events_of_message: include_str!("queries/events/events_of_message.sql"),
     events_prune: include_str!("queries/events/events_prune.sql"),
+    endpoint_put: include_str!("queries/endpoints/endpoint_put.sql"),
+    endpoint_get: include_str!("queries/endpoints/endpoint_get.sql"),
+    endpoints_list: include_str!("queries/endpoints/endpoints_list.sql"),
+    endpoint_disable: include_str!("queries/endpoints/endpoint_disable.sql"),
+    endpoint_enable: include_str!("queries/endpoints/endpoint_enable.sql"),
+    endpoint_failing: include_str!("queries/endpoints/endpoint_failing.sql"),
+    endpoint_healthy: include_str!("queries/endpoints/endpoint_healthy.sql"),
+    endpoint_remove: include_str!("queries/endpoints/endpoint_remove.sql"),
     settle_suppressed: include_str!("queries/queue/settle_suppressed.sql"),
 };
 

@@ -1,0 +1,7 @@
+-- Disables endpoint $4 of kind $3 for reason $1 at $2 (unix ms; NULL: the database's
+-- clock); a disabled one keeps its first time and takes the new reason.
+UPDATE outbox_endpoints SET
+    disabled_at = COALESCE(disabled_at, $2::bigint, (extract(epoch FROM now()) * 1000)::bigint),
+    disabled_reason = $1,
+    updated_at = COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint)
+WHERE kind = $3 AND name = $4

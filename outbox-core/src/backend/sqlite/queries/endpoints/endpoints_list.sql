@@ -1,0 +1,2 @@
+-- The endpoints of kind ?1 by name. Columns: kind, name, settings, disabled_at, disabled_reason, failing_since, created_at, updated_at.
+SELECT kind, name, settings, disabled_at, disabled_reason, failing_since, created_at, updated_at FROM outbox_endpoints WHERE kind = ?1 ORDER BY name
