@@ -2,7 +2,9 @@
 //! file: its destination is shaped as a site, and its failure classes are acted on as
 //! values — "slow this destination" slows the destination's site in the database without
 //! using an attempt (and, unshaped, waits like a snooze), "suppress this destination"
-//! writes the recipient's suppression and dead-letters the message.
+//! writes the recipient's suppression and dead-letters the message, "this destination does
+//! not answer" suspends that destination's site alone, its messages waiting without
+//! attempts until a probe gets through.
 
 mod common;
 
@@ -56,6 +58,10 @@ async fn send(sms: Sms, ctx: MessageContext<Arc<Gateway>>) -> Result<(), Handler
             Duration::from_secs(600),
             format!("429 from {}: too many messages", sms.gateway),
         )),
+        "down" if sms.gateway.starts_with("down.") => Err(HandlerError::destination_down(format!(
+            "connection refused by {}",
+            sms.gateway
+        ))),
         "gone" => Err(HandlerError::suppress(
             SuppressionReason::HardBounce,
             format!("{} does not exist", sms.to),
@@ -65,9 +71,13 @@ async fn send(sms: Sms, ctx: MessageContext<Arc<Gateway>>) -> Result<(), Handler
 }
 
 async fn enqueue(db: &TestDb, to: &str) {
+    enqueue_to(db, "sms.example:443", to).await;
+}
+
+async fn enqueue_to(db: &TestDb, gateway: &str, to: &str) {
     let mut tx = db.pool.begin().await.unwrap();
     let _ = Sms {
-        gateway: "sms.example:443".into(),
+        gateway: gateway.into(),
         to: to.into(),
         text: "Your code is 1234".into(),
     }
@@ -209,4 +219,74 @@ async fn a_destination_that_cannot_be_a_site_is_refused_at_enqueue_with_the_reas
         err.contains("destination") && err.contains("without spaces"),
         "{err}"
     );
+}
+
+/// A destination that refuses connections is suspended in the database (every process
+/// holds its messages) while another destination of the same type goes on; its messages
+/// wait without using attempts, probes come at doubling intervals, and the first answer
+/// delivers the rest.
+#[tokio::test]
+async fn a_destination_that_does_not_answer_is_suspended_alone_and_costs_no_attempts() {
+    let db = TestDb::new().await;
+    for i in 0..3 {
+        enqueue_to(&db, "down.example:443", &format!("+49301234{i}@sms")).await;
+    }
+    enqueue_to(&db, "up.example:443", "+4930999@sms").await;
+    // The first three calls say "down" (only the down gateway's calls fail by it): the
+    // first failure and at least one failed probe.
+    let gateway = Arc::new(Gateway {
+        calls: AtomicU32::new(0),
+        answers: vec!["down"; 3],
+    });
+    let outbox = Outbox::with_state(SqliteBackend::new(db.pool.clone()), Arc::clone(&gateway))
+        .shaping(Shaping::new())
+        .register_with::<Sms, _>(send, QueueOptions::new().concurrency(1));
+    let admin = outbox.admin();
+    let run = outbox.run_until(async {
+        // The other destination is delivered at once, while the down one is suspended.
+        let mut suspended = None;
+        for _ in 0..100 {
+            let sites = admin.shaping().sites().await.unwrap();
+            suspended = sites.into_iter().find(|s| s.site == "down.example:443");
+            let queued: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM outbox_messages WHERE payload LIKE '%up.example%'",
+            )
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+            if suspended.is_some() && queued == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let site = suspended.expect("the down destination's site is suspended in the database");
+        assert!(site.suspended_until.is_some(), "{site:?}");
+        assert!(
+            site.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("connection refused"),
+            "{site:?}"
+        );
+        // Then the gateway answers again: every message arrives.
+        for _ in 0..300 {
+            let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox_messages")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            if left == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the messages to the down destination were not delivered after it came back");
+    });
+    run.await.unwrap();
+    let counts = outbox.delivery_counts();
+    assert_eq!(counts.delivered, 4, "{counts:?}");
+    assert_eq!(counts.failed_attempts, 0, "no attempt used: {counts:?}");
+    assert_eq!(counts.given_up, 0, "{counts:?}");
+    // The refusals and the messages held behind the suspension.
+    assert!(counts.deferred >= 3, "{counts:?}");
+    assert!(gateway.calls.load(Ordering::SeqCst) >= 6);
 }

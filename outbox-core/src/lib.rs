@@ -69,7 +69,9 @@ pub use enqueue::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 #[doc(hidden)]
 pub use enqueue::{enqueue_many_blocking, BlockingConnection, EnqueueBlocking};
 pub use error::{BoxError, EnqueueError, Error};
-pub use handler::{Handler, HandlerError, HandlerErrorKind, HandlerFn, MessageContext};
+pub use handler::{
+    Handler, HandlerError, HandlerErrorKind, HandlerFn, MessageContext, DESTINATION_PROBE_MAX,
+};
 pub use layers::{
     breaker::Breaker,
     orphan::Relevance,

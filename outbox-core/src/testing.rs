@@ -259,7 +259,7 @@ impl Performed {
         let kind = match self {
             Performed::Delivered => return false,
             Performed::Failed {
-                kind: HandlerErrorKind::Down,
+                kind: HandlerErrorKind::Down | HandlerErrorKind::DestinationDown,
                 ..
             } => return false,
             Performed::Failed { kind, .. } => *kind,

@@ -7,6 +7,10 @@ use std::{
 
 use crate::{error::BoxError, suppression::SuppressionReason};
 
+/// The longest a destination that does not answer waits between two probes
+/// ([`HandlerErrorKind::DestinationDown`]).
+pub const DESTINATION_PROBE_MAX: Duration = Duration::from_secs(60);
+
 /// What should happen after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -33,6 +37,15 @@ pub enum HandlerErrorKind {
     /// dead letter, and they all start as soon as a probe gets through. With the breaker
     /// turned off ([`Breaker::off`](crate::Breaker::off)) it is an ordinary retry.
     Down,
+    /// This message's destination does not answer (its host refuses connections, its TLS
+    /// handshake fails), while other destinations of the type may: a circuit breaker per
+    /// destination. Traffic shaping suspends the message's site in every process — 1 s
+    /// first, doubling at each failed probe up to [`DESTINATION_PROBE_MAX`] — and the
+    /// message and the others to that site wait without using attempts; when the
+    /// suspension ends the next message is the probe, and the first one that gets an answer
+    /// ends the outage. For a type that is not shaped (no [`Shaping`](crate::Shaping)
+    /// configured, or no destination) it is [`Down`](Self::Down).
+    DestinationDown,
     /// The destination asks to be sent to more slowly (`429 Too Many Requests`, a mail
     /// server's "rate limited" reply): traffic shaping slows the message's site (its
     /// [destination](crate::OutboxMessage::destination)'s) to one message per `one_per` for
@@ -99,6 +112,13 @@ impl HandlerError {
     /// process until a probe gets through; see [`HandlerErrorKind::Down`].
     pub fn down(reason: impl Into<BoxError>) -> Self {
         Self::new(HandlerErrorKind::Down, reason)
+    }
+
+    /// This message's destination does not answer (refused connection, failed TLS), not
+    /// the whole downstream: its site is suspended and probed with backoff, and its messages
+    /// wait without using attempts; see [`HandlerErrorKind::DestinationDown`].
+    pub fn destination_down(reason: impl Into<BoxError>) -> Self {
+        Self::new(HandlerErrorKind::DestinationDown, reason)
     }
 
     /// The destination says "too fast": its site is slowed to one message per `one_per`

@@ -19,7 +19,7 @@ use std::{future::Future, marker::PhantomData};
 use futures::future::BoxFuture;
 
 pub use context::MessageContext;
-pub use error::{HandlerError, HandlerErrorKind};
+pub use error::{HandlerError, HandlerErrorKind, DESTINATION_PROBE_MAX};
 pub(crate) use invoke::{invoke, Interrupted};
 
 /// An async function that delivers messages of type `M` with application state `S`.

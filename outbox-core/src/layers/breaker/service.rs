@@ -93,7 +93,15 @@ impl BreakerLayer {
                 self.switch.with(|l| l.not_attempted(ticket));
                 return Err(error);
             }
-            Stop::Failed(f) if f.kind == HandlerErrorKind::Down => Some(f.reason.clone()),
+            // Unshaped, a destination's outage is the downstream's.
+            Stop::Failed(f)
+                if matches!(
+                    f.kind,
+                    HandlerErrorKind::Down | HandlerErrorKind::DestinationDown
+                ) =>
+            {
+                Some(f.reason.clone())
+            }
             Stop::Failed(_) | Stop::Rescheduled(_) | Stop::GivenUp(_) => None,
         };
         let Some(reason) = down else {

@@ -56,7 +56,9 @@ pub(crate) fn decide(
         }
         HandlerErrorKind::RetryAt(at) => Due::At(at),
         HandlerErrorKind::RetryAfter(delay) => Due::After(delay),
-        HandlerErrorKind::Retry | HandlerErrorKind::Down => Due::After(schedule.delay(attempt, id)),
+        HandlerErrorKind::Retry | HandlerErrorKind::Down | HandlerErrorKind::DestinationDown => {
+            Due::After(schedule.delay(attempt, id))
+        }
     };
     if attempt >= max_attempts {
         Decision::GiveUp { exhausted: true }
@@ -82,7 +84,11 @@ mod tests {
     #[test]
     fn a_retry_follows_the_schedule_until_the_last_attempt() {
         let s = schedule();
-        for kind in [HandlerErrorKind::Retry, HandlerErrorKind::Down] {
+        for kind in [
+            HandlerErrorKind::Retry,
+            HandlerErrorKind::Down,
+            HandlerErrorKind::DestinationDown,
+        ] {
             assert_eq!(decide(kind, 1, 3, &s, "m"), Decision::Retry(after(10)));
             assert_eq!(decide(kind, 2, 3, &s, "m"), Decision::Retry(after(60)));
             assert_eq!(

@@ -33,6 +33,14 @@
 //! with no database work. Ending a site's slowdown or suspension (`Admin::shaping().resume`)
 //! lets new messages go within a second; those already deferred keep their due times.
 //!
+//! A handler that says its message's destination does not answer
+//! ([`HandlerError::destination_down`](crate::HandlerError::destination_down): a refused
+//! connection, a failed TLS handshake) suspends the site — a circuit breaker per
+//! destination: 1 s first, doubling at each failed probe up to a minute, written to the
+//! site's row so every process holds its messages; those messages wait without using
+//! attempts, and the first message after a suspension is the probe. Any answer of the site
+//! ends the outage (one WARN when it begins, one INFO when it ends).
+//!
 //! Failure modes: when the site's row cannot be read or written, the message is deferred
 //! by 5 s (nothing is sent past a limit that could not be checked; once the sites were read,
 //! a failed re-read keeps the last ones); a rule's match that
@@ -40,6 +48,7 @@
 //! match. Site times are the workers' clocks (NTP keeps them together).
 
 mod layer;
+mod outage;
 mod pacer;
 mod service;
 mod shaper;

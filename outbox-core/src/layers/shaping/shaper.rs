@@ -8,7 +8,10 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use super::pacer::{Pace, Pacer};
+use super::{
+    outage::{Down, Outages},
+    pacer::{Pace, Pacer},
+};
 use crate::{
     clock::{Clock, Due, Now},
     counters::names,
@@ -67,6 +70,8 @@ pub(crate) struct Shaper {
     rules: tokio::sync::Mutex<Cached<(StoredRules, Arc<RuleBook>)>>,
     resolved: Mutex<HashMap<String, (String, Instant, Duration)>>,
     pacer: Mutex<Pacer>,
+    /// The destinations that do not answer, as this process saw them.
+    outages: Mutex<Outages>,
     /// The database's clock at the last read of the sites, and when that read came back.
     database_clock: Mutex<Option<(SystemTime, Instant)>>,
 }
@@ -94,6 +99,7 @@ impl Shaper {
             }),
             resolved: Mutex::default(),
             pacer: Mutex::default(),
+            outages: Mutex::default(),
             database_clock: Mutex::default(),
         }
     }
@@ -343,7 +349,10 @@ impl Shaper {
         result: Result<Completion, Stop>,
     ) -> Result<Completion, Stop> {
         let error = match result {
-            Ok(done) => return Ok(done),
+            Ok(done) => {
+                self.answered(site);
+                return Ok(done);
+            }
             Err(error) => error,
         };
         let Stop::Failed(failed) = &error else {
@@ -352,6 +361,11 @@ impl Shaper {
         if !failed.from_handler {
             return Err(error);
         }
+        if failed.kind == HandlerErrorKind::DestinationDown {
+            return Err(self.destination_down(site, id, &failed.reason).await);
+        }
+        // Any other failure of the handler is an answer of the destination.
+        self.answered(site);
         if let HandlerErrorKind::SlowDown { one_per, during } = failed.kind {
             return Err(self
                 .slow_down(site, id, &failed.reason, one_per, during)
@@ -460,6 +474,76 @@ impl Shaper {
         )
     }
 
+    /// The destination `site` answered: an outage this process saw ends.
+    fn answered(&self, site: &str) {
+        let ended = self
+            .outages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answered(site, Instant::now());
+        if let Some(lasted) = ended {
+            tracing::info!(
+                site,
+                down_for = %crate::units::duration(Duration::from_secs(lasted.as_secs())),
+                "the destination answers again; its waiting messages go out"
+            );
+        }
+    }
+
+    /// The handler found destination `site` not answering (message `id`): the site is
+    /// suspended for the outage's probe interval in every process (not again while a
+    /// suspension lasts), and the message waits for its end, not charged an attempt.
+    async fn destination_down(&self, site: &str, id: &str, reason: &str) -> Stop {
+        let down = self
+            .outages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .down(site, Instant::now());
+        let database_now = self.clock.database_now();
+        let now = self.time_of(database_now);
+        let why = format!("the destination does not answer: {}", excerpt(reason));
+        let wait = match down {
+            Down::Began { probe } | Down::ProbeFailed { probe, .. } => {
+                let action = RuleAction::Suspend { duration: probe };
+                let news = self
+                    .act(
+                        site,
+                        "destination_down",
+                        &action,
+                        &why,
+                        "the destination",
+                        database_now,
+                    )
+                    .await;
+                match down {
+                    Down::Began { .. } => tracing::warn!(
+                        site, reason = %excerpt(reason), news,
+                        "a destination does not answer; its messages wait without using \
+                         attempts, probing it after 1s, then at doubling intervals up to 1m"
+                    ),
+                    Down::ProbeFailed { lasted, .. } => tracing::debug!(
+                        site,
+                        ?probe,
+                        ?lasted,
+                        "the destination still does not answer"
+                    ),
+                    Down::During { .. } => {}
+                }
+                probe
+            }
+            Down::During { left } => left,
+        };
+        count_deferred(site, "down");
+        let due = self.spread(site, id, now, wait, MIN_SPACING);
+        deferred(
+            due,
+            format!(
+                "{reason} (destination `{site}` does not answer: waiting for its next probe, \
+                 not an attempt)"
+            ),
+        )
+    }
+
     /// Applies `action` to `site` with `reason` (what `by` — a rule, or the destination
     /// itself — said), counted under `label`. A store error is logged; the action is tried
     /// again at the next failure.
@@ -471,7 +555,7 @@ impl Shaper {
         reason: &str,
         by: &str,
         now: Now,
-    ) {
+    ) -> bool {
         match self.store.act_on_site(site, action, reason, now).await {
             Ok(news) => {
                 if news {
@@ -481,6 +565,9 @@ impl Shaper {
                         "rule" => label.to_owned()
                     )
                     .increment(1);
+                }
+                if news && label != "destination_down" {
+                    // (A destination's outage is told by the caller, in its own words.)
                     tracing::warn!(
                         site, by, %action, reason,
                         "the receiving site says we send too fast; shaping it"
@@ -490,11 +577,15 @@ impl Shaper {
                 }
                 // Seen by this process at once, by the others within a second.
                 self.sites.lock().await.read = None;
+                news
             }
-            Err(e) => tracing::warn!(
-                site, by, error = %e,
-                "cannot record a shaping action; it is tried again at the next failure"
-            ),
+            Err(e) => {
+                tracing::warn!(
+                    site, by, error = %e,
+                    "cannot record a shaping action; it is tried again at the next failure"
+                );
+                false
+            }
         }
     }
 
