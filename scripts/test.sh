@@ -76,6 +76,16 @@ if ! python3 -c 'import moto.server, boto3, botocore, flask, flask_cors' 2>/dev/
     || die "python3 -m pip install 'moto[server]==5.2.1' failed"
 fi
 
+# The webhook signature tests (outbox-webhook/tests/signatures.rs) check Standard Webhooks
+# signatures against the specification's own Python package (and PyNaCl, above, for Ed25519).
+# The version the tests were written against.
+if ! python3 -c 'import standardwebhooks' 2>/dev/null; then
+  say "python3 ($(command -v python3)) lacks the Standard Webhooks package: pip install standardwebhooks==1.1.0"
+  python3 -m pip install --quiet --disable-pip-version-check 'standardwebhooks==1.1.0' \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'standardwebhooks==1.1.0' \
+    || die "python3 -m pip install standardwebhooks==1.1.0 failed"
+fi
+
 [ "${1:-}" = --install-only ] && exit 0
 
 # ---------------------------------------------------------------- 2. servers

@@ -6,3 +6,4 @@
 
 pub mod signature;
 pub mod ssrf;
+pub mod verify;
