@@ -4,6 +4,8 @@
 //! application did not allow.
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod resolve;
 pub mod signature;
 pub mod ssrf;
 pub mod verify;
