@@ -29,6 +29,11 @@ pub use outbox_derive::OutboxMessage;
 #[doc(inline)]
 pub use outbox_smtp as smtp;
 
+/// Outgoing webhooks as an outbox message (feature `webhook`).
+#[cfg(feature = "webhook")]
+#[doc(inline)]
+pub use outbox_webhook as webhook;
+
 #[cfg(feature = "cli")]
 pub mod cli;
 

@@ -4,8 +4,24 @@
 //! application did not allow.
 #![warn(missing_docs)]
 
+/// The kind name of webhook endpoints in the outbox's endpoint table.
+pub const KIND: &str = "webhook";
+
+pub mod classify;
+pub mod deliver;
+pub mod endpoint;
+pub mod message;
+
 pub mod client;
 pub mod resolve;
 pub mod signature;
 pub mod ssrf;
 pub mod verify;
+
+pub use classify::{classify, Verdict};
+pub use client::{Failure, Response, WebhookClient, WebhookClientBuilder};
+pub use deliver::{WebhookSender, DISABLE_AFTER};
+pub use endpoint::{EndpointSettings, NewSecret, StoredSecret, WebhookEndpoint, WebhookEndpoints};
+pub use message::{Webhook, WEBHOOK_TYPE};
+pub use signature::{SigningKey, VerifyingKey};
+pub use ssrf::{AddressPolicy, IpNet};

@@ -28,6 +28,7 @@ mod shaping;
 mod smtp_sink;
 mod testing;
 mod unknown_users;
+mod webhooks;
 
 /// One test per case for a backend.
 macro_rules! conformance {
@@ -36,7 +37,7 @@ macro_rules! conformance {
         mod $backend {
             use super::{
                 cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
-                processes, providers, shaping, testing, unknown_users,
+                processes, providers, shaping, testing, unknown_users, webhooks,
             };
             type H = $harness;
 
@@ -236,6 +237,19 @@ macro_rules! conformance {
             async fn an_ses_throttle_storm_loses_nothing_and_slows_the_providers_site() {
                 providers::an_ses_throttle_storm_loses_nothing_and_slows_the_providers_site::<H>()
                     .await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn webhooks_are_verified_by_the_reference_libraries_during_a_rotation() {
+                webhooks::webhooks_are_verified_by_the_reference_libraries_during_a_rotation::<H>()
+                    .await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn webhook_answers_are_classified() {
+                webhooks::webhook_answers_are_classified::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_endpoint_down_for_30_seconds_costs_no_attempts() {
+                webhooks::an_endpoint_down_for_30_seconds_costs_no_attempts::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {
