@@ -105,6 +105,12 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/deliverability.md")]
     pub mod deliverability {}
 
+    /// Outgoing webhooks: endpoints and secret rotation, signatures, SSRF protection, what
+    /// each answer means, the receiving side (feature `webhook`).
+    #[cfg(feature = "webhook")]
+    #[doc = include_str!("../docs/guides/webhooks.md")]
+    pub mod webhooks {}
+
     /// Operating: the command line, the web admin, metrics and traces.
     #[doc = include_str!("../docs/guides/operating.md")]
     pub mod operating {}
