@@ -60,8 +60,11 @@ async fn order_created(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let pool = outbox::sqlite::connect(&format!("sqlite://{}", dir.path().join("shop.db").display()))
-        .await?;
+    let pool = outbox::sqlite::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("shop.db").display()
+    ))
+    .await?;
     let backend = SqliteBackend::new(pool.clone());
     Outbox::new(backend.clone()).migrate().await?;
     sqlx::query("CREATE TABLE orders (id INTEGER PRIMARY KEY, total_cents INTEGER NOT NULL)")
@@ -104,7 +107,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if order == ORDERS as i64 / 2 {
             // A rotation: both keys sign from now on; the receiver still has the old one.
             let next = endpoints.rotate("acme").await?;
-            println!("shop: rotated acme's secret (hand {}… to the customer)", &next.verify_with[..10]);
+            println!(
+                "shop: rotated acme's secret (hand {}… to the customer)",
+                &next.verify_with[..10]
+            );
         }
     }
 
