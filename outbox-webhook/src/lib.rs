@@ -17,6 +17,7 @@ pub mod resolve;
 pub mod signature;
 pub mod ssrf;
 pub mod verify;
+pub mod view;
 
 pub use classify::{classify, Verdict};
 pub use client::{Failure, Response, WebhookClient, WebhookClientBuilder};
@@ -25,3 +26,4 @@ pub use endpoint::{EndpointSettings, NewSecret, StoredSecret, WebhookEndpoint, W
 pub use message::{Webhook, WEBHOOK_TYPE};
 pub use signature::{SigningKey, VerifyingKey};
 pub use ssrf::{AddressPolicy, IpNet};
+pub use view::WebhookView;

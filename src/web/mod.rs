@@ -34,7 +34,10 @@
 //! * a dead letter (`/dead/{id}`): its payload pretty-printed and last error; a message
 //!   whose kind registered a view ([`WebAdmin::view`](crate::web::WebAdmin::view)) is also shown the kind's way: an
 //!   `outbox.email` message (with feature `smtp`) its headers, Message-ID, text body and
-//!   HTML body (in a sandboxed frame);
+//!   HTML body (in a sandboxed frame), an `outbox.webhook` message (with feature
+//!   `webhook`) its endpoint, event type, host and data, its errors grouped by the
+//!   receiver's answer (`HTTP 503 hooks.example.com`) or the failure (`timeout
+//!   hooks.example.com`);
 //! * groups (`/groups`): every group (campaign) with a progress bar (delivered, dead,
 //!   cancelled and remaining of its total), its counts per state, delivery rate, ETA and
 //!   pause, with pause / resume / cancel per group (cancel asks for a tick);
@@ -152,11 +155,14 @@ pub struct WebAdmin<B> {
 #[cfg(feature = "smtp")]
 const EMAIL_TYPE: &str = <crate::smtp::Email as crate::OutboxMessage>::TYPE;
 
-/// The views every web admin starts with: the email kind's, with the `smtp` feature.
+/// The views every web admin starts with: the email kind's, with the `smtp` feature, and
+/// the webhook kind's, with the `webhook` feature.
 fn default_views() -> crate::kind::Views {
     let views = crate::kind::Views::new();
     #[cfg(feature = "smtp")]
     let views = views.with(EMAIL_TYPE, crate::smtp::EmailView::default());
+    #[cfg(feature = "webhook")]
+    let views = views.with(crate::webhook::WEBHOOK_TYPE, crate::webhook::WebhookView);
     views
 }
 
@@ -256,7 +262,8 @@ impl<B: Backend> WebAdmin<B> {
     /// Shows messages of `type_tag` with `view`: their payload on a dead letter's page,
     /// their errors' signature in the grouped dead letters, their attempts' heading (see
     /// [`KindView`](crate::kind::KindView)). With the `smtp` feature, `outbox.email` has
-    /// the email kind's view already; a view given here replaces one of the same type.
+    /// the email kind's view already, and with the `webhook` feature `outbox.webhook` the
+    /// webhook kind's; a view given here replaces one of the same type.
     pub fn view(mut self, type_tag: &str, view: impl crate::kind::KindView) -> Self {
         self.views = self.views.with(type_tag, view);
         self
