@@ -42,9 +42,10 @@ mod worker;
 pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, Endpoints, FailedAttempt,
     GroupProgress, Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage,
-    LiveState, MinuteOutcomes, NewSuppression, ShapingAdmin, SuppressedMessage, Suppression,
-    SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse, TypeCounts,
-    TypeOutcomes, Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH, UNATTENDED_AFTER,
+    LiveState, MinuteOutcomes, NewSuppression, ReplayFilter, ShapingAdmin, SuppressedMessage,
+    Suppression, SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse,
+    TypeCounts, TypeOutcomes, Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH,
+    UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

@@ -289,6 +289,7 @@ where
         type_tag: M::TYPE,
         attempt: attempt.max(1),
         max_attempts: M::DEFAULTS.max_attempts,
+        group: None,
         state: Arc::new(state),
         suppressions: Default::default(),
         events: Default::default(),

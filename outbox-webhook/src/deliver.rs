@@ -28,7 +28,8 @@ pub const ENDPOINT_TTL: Duration = Duration::from_secs(1);
 pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3600);
 
 /// How long a message to a disabled endpoint waits before it looks again, when it was not
-/// enqueued in its endpoint's group (which is paused while the endpoint is disabled).
+/// enqueued in its endpoint's group (which is paused while the endpoint is disabled, and
+/// holds the others).
 const DISABLED_WAIT: Duration = Duration::from_secs(60);
 
 /// How long a message that found its endpoint gone waits before its paused group holds it.
@@ -133,6 +134,7 @@ impl<B: Backend> WebhookSender<B> {
         message: Webhook,
         id: String,
         enqueued: Option<SystemTime>,
+        group: Option<String>,
     ) -> Result<(), HandlerError> {
         let name = &message.endpoint;
         let Some(ready) = self.ready(name).await? else {
@@ -142,10 +144,16 @@ impl<B: Backend> WebhookSender<B> {
         };
         let endpoint = &ready.endpoint;
         if let Some((_, reason)) = &endpoint.disabled {
-            // Normally held by its paused group; this one was enqueued outside it.
-            let _ = self.inner.endpoints.disable(name, reason).await;
+            // Claimed before its group was paused (or enqueued outside it): the paused
+            // group holds it from the next claim on; one outside the group looks again
+            // later (and its group is paused again, should a resume have raced).
+            let in_group = group.as_deref() == Some(message.group().as_str());
+            if !in_group {
+                let _ = self.inner.endpoints.disable(name, reason).await;
+            }
+            let wait = if in_group { PARKED_WAIT } else { DISABLED_WAIT };
             return Err(HandlerError::snooze_because(
-                DISABLED_WAIT,
+                wait,
                 format!(
                     "webhook endpoint `{name}` is disabled ({reason}): parked until it is enabled"
                 ),
@@ -258,7 +266,8 @@ impl<B: Backend, S: Send + Sync + 'static> Handler<Webhook, S> for WebhookSender
         let this = self.clone();
         let id = ctx.id().to_string();
         let enqueued = ctx.enqueued_at();
-        Box::pin(async move { this.deliver(message, id, enqueued).await })
+        let group = ctx.group().map(str::to_owned);
+        Box::pin(async move { this.deliver(message, id, enqueued, group).await })
     }
 }
 

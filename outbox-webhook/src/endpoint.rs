@@ -11,7 +11,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use outbox_core::{admin::Endpoints, store::Backend, Admin, Error};
+use outbox_core::{admin::Endpoints, store::Backend, Admin, Error, MessageId, ReplayFilter};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -289,6 +289,41 @@ impl<B: Backend> WebhookEndpoints<B> {
     /// or go through again (the clock stops). The sender calls it when health changes.
     pub async fn health(&self, name: &str, failing: bool) -> Result<(), Error> {
         self.endpoints.health(name, failing).await
+    }
+
+    /// Sends again the events to endpoint `name` delivered in `[after, before)` (either
+    /// bound optional): those kept for the outbox's retention window
+    /// ([`Retention::keep_for`](outbox_core::Retention::keep_for)), in place, with their
+    /// `webhook-id`s (receivers that deduplicate on it skip them). How many.
+    pub async fn replay(
+        &self,
+        name: &str,
+        after: Option<SystemTime>,
+        before: Option<SystemTime>,
+    ) -> Result<u64, Error> {
+        let filter = ReplayFilter {
+            type_tag: Some(crate::WEBHOOK_TYPE.to_owned()),
+            group: Some(group_of(name)),
+            done_after: after,
+            done_before: before,
+            ..ReplayFilter::default()
+        };
+        self.admin.messages().replay(&filter).await
+    }
+
+    /// Sends webhook message `id` again: a delivered one kept for the retention window is
+    /// queued again in place, a dead letter is requeued. False when it is neither (still
+    /// queued, or gone).
+    pub async fn replay_message(&self, id: &MessageId) -> Result<bool, Error> {
+        let filter = ReplayFilter {
+            id: Some(id.to_string()),
+            type_tag: Some(crate::WEBHOOK_TYPE.to_owned()),
+            ..ReplayFilter::default()
+        };
+        if self.admin.messages().replay(&filter).await? > 0 {
+            return Ok(true);
+        }
+        self.admin.dead_letters().requeue(id).await
     }
 
     /// Forgets endpoint `name` (its queued messages then fail: their endpoint is gone).

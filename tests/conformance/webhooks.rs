@@ -268,7 +268,8 @@ async fn start_receiver(r: Receiver) -> u16 {
 /// their paused group); enabling it sends them. `429` with `Retry-After` slows the host
 /// without an attempt; a receiver that does not answer in time, or sends headers without
 /// their body, costs an attempt and is tried again; a 10 MB refusal is a dead letter whose
-/// log keeps 4 KB; an address the policy refuses is a dead letter naming it.
+/// log keeps 4 KB; an address the policy refuses is a dead letter naming it. A delivered
+/// event kept for the retention window is replayed.
 pub async fn webhook_answers_are_classified<H: Harness>() {
     let r = Receiver::default();
     *r.gone.lock().unwrap() = true;
@@ -369,6 +370,14 @@ pub async fn webhook_answers_are_classified<H: Harness>() {
             .await;
             assert!(sent, "enabled, the parked messages go out");
             assert!(calls >= 1, "the 410 came from the receiver");
+            // A replay sends what was delivered again (kept for the retention window).
+            let replayed = endpoints.replay("slow", None, None).await.unwrap();
+            assert_eq!(replayed, 1);
+            let again = eventually(Duration::from_secs(10), || async {
+                r.delivered.lock().unwrap().get("slow").copied() == Some(2)
+            })
+            .await;
+            assert!(again, "the replayed event arrives again");
         })
         .await
         .unwrap();
@@ -378,10 +387,12 @@ pub async fn webhook_answers_are_classified<H: Harness>() {
         assert_eq!(h.attempts(&id).await, 1, "a 429 is not an attempt");
     }
     for name in ["slow", "headers-only"] {
+        // `slow` was replayed after its delivery: its attempts started over.
+        let want = if name == "slow" { 1 } else { 2 };
         for id in attempts(name) {
             assert_eq!(
                 h.attempts(&id).await,
-                2,
+                want,
                 "`{name}`: the timeout was an attempt"
             );
         }

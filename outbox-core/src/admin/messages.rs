@@ -9,7 +9,7 @@ use crate::{
     enqueue::MessageId,
     error::Error,
     message_events::{MessageEvent, NewMessageEvent},
-    store::Backend,
+    store::{Backend, ReplayFilter},
 };
 
 /// The most events of one message [`LiveMessages::events`] returns.
@@ -136,6 +136,16 @@ impl<B: Backend> LiveMessages<B> {
     ) -> Result<Option<MessageId>, Error> {
         let id = self.backend.message_of(provider, external_id).await?;
         Ok(id.map(MessageId::from_string))
+    }
+
+    /// Sends the matching delivered messages again, in place (same id and payload, due
+    /// now, attempts reset); only messages kept for the retention window
+    /// ([`Retention::keep_for`](crate::Retention::keep_for)) can be, deleted ones are gone.
+    /// Returns how many. A replayed message of a group counts as delivered again.
+    pub async fn replay(&self, filter: &ReplayFilter) -> Result<u64, Error> {
+        self.backend
+            .replay_done(filter, self.clock.database_now())
+            .await
     }
 
     /// Records `events` (a repeat of one recorded before is skipped); how many were new.

@@ -17,7 +17,7 @@ use std::{
 pub use crate::store::{
     BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
     LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
-    Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
+    ReplayFilter, Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
     SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, WorkersSeen, MAX_TOKEN_BATCH,
 };
 pub use dead_letters::DeadLetters;

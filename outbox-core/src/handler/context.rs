@@ -82,6 +82,7 @@ pub struct MessageContext<S = ()> {
     pub(crate) type_tag: &'static str,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
+    pub(crate) group: Option<String>,
     pub(crate) state: Arc<S>,
     pub(crate) suppressions: SuppressionList,
     pub(crate) events: EventLog,
@@ -94,6 +95,7 @@ impl<S> Clone for MessageContext<S> {
             type_tag: self.type_tag,
             attempt: self.attempt,
             max_attempts: self.max_attempts,
+            group: self.group.clone(),
             state: Arc::clone(&self.state),
             suppressions: self.suppressions.clone(),
             events: self.events.clone(),
@@ -125,6 +127,11 @@ impl<S> MessageContext<S> {
     /// True when a failure of this attempt gives the message up.
     pub fn is_last_attempt(&self) -> bool {
         self.attempt >= self.max_attempts
+    }
+
+    /// The group the message was enqueued into, if any.
+    pub fn group(&self) -> Option<&str> {
+        self.group.as_deref()
     }
 
     /// When the message was enqueued (read from its id; `None` for foreign ids).

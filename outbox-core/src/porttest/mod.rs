@@ -135,6 +135,7 @@ macro_rules! port_suite {
             lease::due_types_names_the_types_with_due_messages,
             prune::prune_deletes_only_done_rows_older_than_the_window,
             prune::prune_limit_bounds_one_call,
+            prune::kept_done_rows_are_replayed_by_filter,
             events::events_are_recorded_once_and_found_by_message_and_by_external_id,
             events::old_events_are_pruned,
             endpoints::endpoints_are_stored_updated_listed_and_removed,

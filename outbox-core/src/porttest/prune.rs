@@ -95,3 +95,67 @@ pub async fn prune_limit_bounds_one_call<H: PortHarness>(h: &H) {
     assert_eq!(b.prune_done(window, now, 2).await.unwrap(), 0);
     assert_eq!(counts(h, t, at(60_000)).await.done, 0);
 }
+
+/// Kept done rows are sent again in place, by delivery time, by id and by type: queued,
+/// due at the time given, attempts reset, the same id; queued and running messages, and
+/// done rows outside the filter, are not touched.
+pub async fn kept_done_rows_are_replayed_by_filter<H: PortHarness>(h: &H) {
+    use crate::store::{LiveFilter, LiveMessageStore, LiveState, ReplayFilter};
+    let t = "port_replay";
+    let ids = insert(h, &(0..5).map(|n| message(t, n)).collect::<Vec<_>>()).await;
+    done_at(h, t, 1_000).await; // ids[0]
+    done_at(h, t, 2_000).await; // ids[1]
+    done_at(h, t, 3_000).await; // ids[2]
+    let running = claim(h, t, "w1", 1, at(3_000)).await; // ids[3]; ids[4] stays queued
+    assert_eq!(running.len(), 1);
+    let b = h.backend();
+    let live = |id: &crate::enqueue::MessageId, ms: u64| {
+        let filter = LiveFilter::id(id.as_str());
+        async move {
+            let page = b
+                .list_live(&filter, None, 10, Now::At(at(ms)))
+                .await
+                .unwrap();
+            page.into_iter().next()
+        }
+    };
+    assert!(
+        live(&ids[1], 4_000).await.is_none(),
+        "a done row is not live"
+    );
+
+    let other = ReplayFilter {
+        type_tag: Some("port_replay_other".into()),
+        ..ReplayFilter::default()
+    };
+    assert_eq!(b.replay_done(&other, Now::At(at(5_000))).await.unwrap(), 0);
+    // Delivered in [1.5 s, 3 s): the second one only.
+    let range = ReplayFilter {
+        type_tag: Some(t.into()),
+        done_after: Some(at(1_500)),
+        done_before: Some(at(3_000)),
+        ..ReplayFilter::default()
+    };
+    assert_eq!(b.replay_done(&range, Now::At(at(5_000))).await.unwrap(), 1);
+    let replayed = live(&ids[1], 5_000).await.expect("replayed: live again");
+    assert_eq!(replayed.state, LiveState::Pending);
+    assert_eq!((replayed.attempts, replayed.due_at), (0, at(5_000)));
+    // By id.
+    let one = ReplayFilter {
+        id: Some(ids[2].to_string()),
+        ..ReplayFilter::default()
+    };
+    assert_eq!(b.replay_done(&one, Now::At(at(6_000))).await.unwrap(), 1);
+    assert_eq!(live(&ids[2], 6_000).await.unwrap().due_at, at(6_000));
+    // The rest of the type: only the first done row is left.
+    let all = ReplayFilter {
+        type_tag: Some(t.into()),
+        ..ReplayFilter::default()
+    };
+    assert_eq!(b.replay_done(&all, Now::At(at(7_000))).await.unwrap(), 1);
+    let n = counts(h, t, at(7_000)).await;
+    assert_eq!((n.pending, n.running, n.done), (4, 1, 0), "{n:?}");
+    // Claimed again, they are delivered as any message.
+    let again = claim(h, t, "w2", 10, at(8_000)).await;
+    assert_eq!(again.len(), 4);
+}

@@ -101,6 +101,22 @@ impl LiveMessageDetail {
     }
 }
 
+/// Which delivered messages, kept for the retention window, to send again
+/// ([`LiveMessageStore::replay_done`]): all, or those matching every condition given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayFilter {
+    /// Only this message.
+    pub id: Option<String>,
+    /// Only this type.
+    pub type_tag: Option<String>,
+    /// Only messages of this group.
+    pub group: Option<String>,
+    /// Only messages delivered at or after this time.
+    pub done_after: Option<SystemTime>,
+    /// Only messages delivered before this time.
+    pub done_before: Option<SystemTime>,
+}
+
 /// Which live messages an operation applies to: all, or those matching every condition
 /// given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

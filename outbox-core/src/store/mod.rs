@@ -50,7 +50,7 @@ pub use bucket::{BucketState, RateLimit};
 pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes, WorkersSeen};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
 pub use groups::{GroupHook, GroupProgress, RateWindow, MAX_IDLE_AFTER, RATE_WINDOW};
-pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState};
+pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState, ReplayFilter};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
 };
@@ -345,6 +345,15 @@ pub trait LiveMessageStore: Send + Sync + 'static {
         filter: &'a LiveFilter,
         now: Now,
         batch: u32,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Sends the matching delivered messages that are kept for the retention window again,
+    /// in place: the same id and payload, queued and due at `now`, attempts reset, their
+    /// attempt log kept. Returns how many. Nothing else (live messages, dead letters) is
+    /// touched.
+    fn replay_done<'a>(
+        &'a self,
+        filter: &'a ReplayFilter,
+        now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct Delivery {
     pub(crate) id: MessageId,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
+    /// The message's group, if it was enqueued into one.
+    pub(crate) group: Option<String>,
     /// Where the handler's [`MessageContext::suppress`] writes.
     pub(crate) suppressions: SuppressionList,
     /// Where the handler's [`MessageContext::record_receipt`] writes.
@@ -147,6 +149,7 @@ where
             type_tag: M::TYPE,
             attempt: delivery.attempt,
             max_attempts: delivery.max_attempts,
+            group: delivery.group,
             state: Arc::clone(&self.state),
             suppressions: delivery.suppressions,
             events: delivery.events,
@@ -317,6 +320,7 @@ impl Service<Task<Claimed>> for Dispatch {
                     id: id.clone(),
                     attempt,
                     max_attempts: claimed.max_attempts,
+                    group: claimed.group,
                     suppressions,
                     events,
                 };

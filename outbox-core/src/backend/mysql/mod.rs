@@ -217,6 +217,7 @@ static QUERIES: Queries = Queries {
     endpoint_failing: include_str!("queries/endpoints/endpoint_failing.sql"),
     endpoint_healthy: include_str!("queries/endpoints/endpoint_healthy.sql"),
     endpoint_remove: include_str!("queries/endpoints/endpoint_remove.sql"),
+    replay_done: include_str!("queries/queue/replay_done.sql"),
     settle_suppressed: include_str!("queries/queue/settle_suppressed.sql"),
 };
 

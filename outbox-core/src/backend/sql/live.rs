@@ -1,6 +1,8 @@
 //! The live messages of the shared SQL store (queued and running): keyset pages, counts,
 //! retry now and cancel, in batches.
 
+use std::time::SystemTime;
+
 use futures::future::BoxFuture;
 
 use super::{
@@ -9,9 +11,12 @@ use super::{
     write, Arg, Dialect, SqlRow,
 };
 use crate::{
-    clock::Now,
+    clock::{unix_millis, Now},
     error::Error,
-    store::{LiveFilter, LiveMessage, LiveMessageDetail, LiveMessageStore, LiveState, Waiting},
+    store::{
+        LiveFilter, LiveMessage, LiveMessageDetail, LiveMessageStore, LiveState, ReplayFilter,
+        Waiting,
+    },
 };
 
 impl<D: Dialect> LiveMessageStore for D {
@@ -156,6 +161,34 @@ impl<D: Dialect> LiveMessageStore for D {
         Box::pin(async move {
             let args = live_batch_args(filter, self.now_ms(now), batch);
             cancel_batches(self, self.queries().live_cancel_select, &args).await
+        })
+    }
+
+    fn replay_done<'a>(
+        &'a self,
+        filter: &'a ReplayFilter,
+        now: Now,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(async move {
+            let text = |v: &'a Option<String>| Arg::OptText(v.as_deref());
+            let ms = |t: Option<SystemTime>| Arg::OptInt(t.map(unix_millis));
+            // Each filter twice: whether it is set, and its value (every database's
+            // statement reads its parameters in order).
+            let args = [
+                Arg::OptInt(self.now_ms(now)),
+                text(&filter.id),
+                text(&filter.id),
+                text(&filter.type_tag),
+                text(&filter.type_tag),
+                text(&filter.group),
+                text(&filter.group),
+                ms(filter.done_after),
+                ms(filter.done_after),
+                ms(filter.done_before),
+                ms(filter.done_before),
+            ];
+            let changed = write(self, &[(self.queries().replay_done, &args)]).await?;
+            Ok(changed[0])
         })
     }
 }

@@ -236,4 +236,6 @@ pub struct Queries {
     pub endpoint_healthy: &'static str,
     /// Forgets an endpoint.
     pub endpoint_remove: &'static str,
+    /// Sends kept done messages again.
+    pub replay_done: &'static str,
 }
