@@ -147,6 +147,52 @@ pub enum AdminCommand {
     /// suspensions) and the rules that react to their replies.
     #[command(subcommand)]
     Shaping(ShapingCommand),
+    /// Outgoing webhook endpoints: list them (URL, state, failing since, secrets), disable
+    /// or enable one, rotate its signing secret, retire its old secrets.
+    #[cfg(feature = "webhook")]
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+}
+
+/// `webhooks …` (feature `webhook`).
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Subcommand)]
+pub enum WebhooksCommand {
+    /// Every webhook endpoint: name, URL, enabled or disabled (since when, why), failing
+    /// since, number of signing secrets.
+    List,
+    /// Stop deliveries to an endpoint: its messages, queued and new, wait (parked in its
+    /// group `webhook:NAME`, not dead letters) until it is enabled.
+    Disable(WebhookDisableArgs),
+    /// Let deliveries to a disabled endpoint go out again (its parked messages first); its
+    /// failure clock starts over.
+    Enable(WebhookNameArgs),
+    /// Add a new signing secret to an endpoint and print what the receiver verifies with
+    /// (once: `whsec_…` or `whpk_…`); every key signs each delivery until the old ones are
+    /// retired.
+    Rotate(WebhookNameArgs),
+    /// Remove every signing secret of an endpoint but the newest (after the receiver
+    /// moved to it).
+    RetireOldSecrets(WebhookNameArgs),
+}
+
+/// `webhooks enable`, `rotate` and `retire-old-secrets`.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Args)]
+pub struct WebhookNameArgs {
+    /// The endpoint's name (`webhooks list` shows them).
+    pub name: String,
+}
+
+/// `webhooks disable`.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Args)]
+pub struct WebhookDisableArgs {
+    /// The endpoint's name (`webhooks list` shows them).
+    pub name: String,
+    /// Why (shown by `webhooks list` and on the endpoint's paused group).
+    #[arg(long, default_value = "disabled from the command line")]
+    pub reason: String,
 }
 
 /// `shaping …`.

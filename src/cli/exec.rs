@@ -53,6 +53,8 @@ impl<B: Backend> Ctx<B> {
             AdminCommand::Messages(command) => self.messages(command).await,
             AdminCommand::Suppressions(command) => self.suppressions(command).await,
             AdminCommand::Shaping(command) => self.shaping(command).await,
+            #[cfg(feature = "webhook")]
+            AdminCommand::Webhooks(command) => self.webhooks(command).await,
         }
     }
 

@@ -9,7 +9,9 @@
 //!
 //! The admin commands ([`AdminCommand`]) are `migrate`, `status [--watch]`, `dead
 //! list|show|requeue|purge`, `pause`, `resume`, `rate-limit`, `groups`, `group
-//! show|pause|resume|cancel` and `messages list|show|retry|cancel`. Output is a plain table,
+//! show|pause|resume|cancel`, `messages list|show|retry|cancel`, `suppressions
+//! list|add|remove|stopped`, `shaping …` and, with the `webhook` feature, `webhooks
+//! list|disable|enable|rotate|retire-old-secrets`. Output is a plain table,
 //! or JSON with `--json`; errors go to stderr and say what to do; bulk requeues, purges,
 //! retries and cancels, and group cancels, ask for confirmation unless `--yes` (and refuse when standard input is not a terminal).
 
@@ -20,6 +22,8 @@ mod live;
 mod render;
 mod shaping;
 mod suppressions;
+#[cfg(feature = "webhook")]
+mod webhooks;
 
 use std::process::ExitCode;
 
@@ -31,6 +35,8 @@ pub use args::{
     ShapingSiteArgs, Standalone, StatusArgs, SuppressionsAddArgs, SuppressionsCommand,
     SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
 };
+#[cfg(feature = "webhook")]
+pub use args::{WebhookDisableArgs, WebhookNameArgs, WebhooksCommand};
 /// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
 pub use clap;
 

@@ -1788,3 +1788,274 @@ pub async fn messages_are_found_by_recipient<H: Harness>() {
     .json();
     assert_eq!(none["total"], 0, "{none:#}");
 }
+
+/// `webhooks list / disable / enable / rotate / retire-old-secrets`: endpoints the
+/// application created are listed with their URL, state, failure clock and secrets (never
+/// the secrets themselves); a disable parks the endpoint's queued message in its group and
+/// an enable lets it go; a rotation prints the new verifying key once (`whsec_` for HMAC,
+/// `whpk_` for Ed25519), the key the endpoint now signs with, and retiring leaves only it;
+/// an unknown name is an error naming `webhooks list`; a reason holding terminal escapes is
+/// printed escaped.
+#[cfg(feature = "webhook")]
+pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
+    use outbox::webhook::{SigningKey, Webhook, WebhookEndpoints};
+
+    let h = H::new().await;
+    let url = h.url();
+    let help = outbox_env(None, &["--help"]);
+    assert!(help.succeeded().stdout.contains("webhooks"), "{help:?}");
+    let empty = outbox(&url, &["webhooks", "list"]);
+    assert!(
+        empty.succeeded().stdout.starts_with("no webhook endpoints"),
+        "{empty:?}"
+    );
+
+    let admin = outbox::Admin::new(h.backend());
+    let endpoints = WebhookEndpoints::new(&admin);
+    let first = endpoints
+        .create("orders", "https://hooks.example.com/in")
+        .await
+        .unwrap();
+    endpoints
+        .create_with(
+            "ledger",
+            "https://ledger.example:8443/hook",
+            SigningKey::generate_ed25519(),
+        )
+        .await
+        .unwrap();
+    endpoints.health("ledger", true).await.unwrap();
+    let orders = endpoints.get("orders").await.unwrap().unwrap();
+    let mut tx = h.pool().begin().await.unwrap();
+    let _ = Webhook::new(&orders, "invoice.paid", json!({ "invoice": 42 }))
+        .enqueue(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let queued_state = || {
+        let listed = outbox(
+            &url,
+            &["messages", "list", "--group", "webhook:orders", "--json"],
+        )
+        .succeeded()
+        .json();
+        listed["messages"][0]["state"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the webhook is queued: {listed:#}"))
+            .to_owned()
+    };
+    assert_eq!(queued_state(), "pending");
+
+    // The list, as a table: a header and a row per endpoint, by name.
+    let list = outbox(&url, &["webhooks", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 3, "{list}");
+    for column in ["NAME", "URL", "STATE", "FAILING SINCE", "SECRETS"] {
+        assert!(lines[0].contains(column), "{list}");
+    }
+    let row = |lines: &[&str], name: &str| -> Vec<String> {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}"))
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let ledger = row(&lines, "ledger");
+    assert_eq!(ledger[1], "https://ledger.example:8443/hook", "{list}");
+    assert_eq!(ledger[2], "enabled", "{list}");
+    assert!(
+        ledger[3].ends_with('Z') && ledger[3].len() == 20,
+        "failing since: {list}"
+    );
+    assert_eq!(ledger[4], "1", "{list}");
+    assert_eq!(
+        row(&lines, "orders"),
+        [
+            "orders",
+            "https://hooks.example.com/in",
+            "enabled",
+            "-",
+            "1"
+        ],
+        "{list}"
+    );
+    assert!(
+        !list.contains("whsec_") && !list.contains("whsk_"),
+        "{list}"
+    );
+    let json = outbox(&url, &["webhooks", "list", "--json"])
+        .succeeded()
+        .json();
+    assert!(!json.to_string().contains("whsec_"), "{json:#}");
+    assert_eq!(json["endpoints"][0]["name"], "ledger", "{json:#}");
+    assert!(
+        json["endpoints"][0]["failing_since"].is_string(),
+        "{json:#}"
+    );
+    assert_eq!(json["endpoints"][1]["enabled"], true, "{json:#}");
+    assert_eq!(json["endpoints"][1]["secrets"], 1, "{json:#}");
+    assert_eq!(
+        json["endpoints"][1]["failing_since"],
+        Value::Null,
+        "{json:#}"
+    );
+
+    // Disable: the queued message is parked in the endpoint's group.
+    let r = outbox(
+        &url,
+        &[
+            "webhooks",
+            "disable",
+            "orders",
+            "--reason",
+            "receiver migrating",
+        ],
+    );
+    let out = r.succeeded().stdout.clone();
+    assert!(
+        out.starts_with("disabled webhook endpoint `orders`: its messages, queued and new, wait in group `webhook:orders`")
+            && out.contains("`outbox webhooks enable orders`"),
+        "{out}"
+    );
+    assert_eq!(queued_state(), "paused");
+    let stored = endpoints.get("orders").await.unwrap().unwrap();
+    assert_eq!(
+        stored.disabled.as_ref().map(|(_, why)| why.as_str()),
+        Some("receiver migrating")
+    );
+    let list = outbox(&url, &["webhooks", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    let lines: Vec<&str> = list.lines().collect();
+    let orders_row = row(&lines, "orders");
+    assert!(
+        orders_row[2].starts_with("disabled since ")
+            && orders_row[2].ends_with("Z: receiver migrating"),
+        "{list}"
+    );
+    let json = outbox(&url, &["webhooks", "list", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(json["endpoints"][1]["enabled"], false, "{json:#}");
+    assert_eq!(
+        json["endpoints"][1]["disabled_reason"], "receiver migrating",
+        "{json:#}"
+    );
+
+    // Enable: the parked message may go again.
+    let out = outbox(&url, &["webhooks", "enable", "orders"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        out.starts_with("enabled webhook endpoint `orders`: its parked messages go out"),
+        "{out}"
+    );
+    assert_eq!(queued_state(), "pending");
+    assert!(endpoints.get("orders").await.unwrap().unwrap().is_enabled());
+    let again = outbox(&url, &["webhooks", "enable", "orders", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(again["was_disabled"], false, "{again:#}");
+
+    // Rotate: the new key, printed once, is the one the endpoint now signs with first.
+    let out = outbox(&url, &["webhooks", "rotate", "orders"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        out.starts_with(
+            "rotated the signing secret of webhook endpoint `orders` (HMAC-SHA256): every \
+             delivery is now signed by its 2 key(s)."
+        ),
+        "{out}"
+    );
+    let printed: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("whsec_"))
+        .collect();
+    assert_eq!(printed.len(), 1, "the key once: {out}");
+    assert_ne!(printed[0], first.verify_with, "a new key");
+    assert!(
+        out.contains("`outbox webhooks retire-old-secrets orders`"),
+        "{out}"
+    );
+    let stored = endpoints.get("orders").await.unwrap().unwrap();
+    assert_eq!(stored.secrets.len(), 2);
+    assert_eq!(
+        stored.signing_keys()[0].verifying_key().to_key_string(),
+        printed[0],
+        "the printed key verifies what the endpoint signs"
+    );
+    let rotated = outbox(&url, &["webhooks", "rotate", "ledger", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(rotated["algorithm"], "Ed25519", "{rotated:#}");
+    let public = rotated["verify_with"].as_str().unwrap();
+    assert!(public.starts_with("whpk_"), "{rotated:#}");
+    let ledger = endpoints.get("ledger").await.unwrap().unwrap();
+    assert_eq!(
+        ledger.signing_keys()[0].verifying_key().to_key_string(),
+        public
+    );
+    assert_eq!(rotated["secrets"], 2, "{rotated:#}");
+    let list = outbox(&url, &["webhooks", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        row(&list.lines().collect::<Vec<_>>(), "orders")[4],
+        "2",
+        "{list}"
+    );
+    assert!(!list.contains(printed[0]), "the key is not listed");
+
+    // Retire the old secrets: the printed key alone remains.
+    let out = outbox(&url, &["webhooks", "retire-old-secrets", "orders"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        out.starts_with("retired 1 old secret(s) of webhook endpoint `orders`"),
+        "{out}"
+    );
+    let stored = endpoints.get("orders").await.unwrap().unwrap();
+    assert_eq!(stored.secrets.len(), 1);
+    assert_eq!(
+        stored.signing_keys()[0].verifying_key().to_key_string(),
+        printed[0]
+    );
+    let out = outbox(&url, &["webhooks", "retire-old-secrets", "orders"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(out.contains("has no old secret: nothing retired"), "{out}");
+
+    // Unknown names, and a reason quoting a receiver's escapes.
+    for command in ["disable", "enable", "rotate", "retire-old-secrets"] {
+        outbox(&url, &["webhooks", command, "nope"])
+            .failed_with("there is no webhook endpoint `nope`; `outbox webhooks list` lists them");
+    }
+    endpoints
+        .disable("ledger", "answered 410 \u{1b}[31mgone\u{7}")
+        .await
+        .unwrap();
+    let list = outbox(&url, &["webhooks", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(raw_controls(&list).is_empty(), "{list:?}");
+    assert!(
+        list.contains("answered 410 \\u{1b}[31mgone\\u{7}"),
+        "{list}"
+    );
+}

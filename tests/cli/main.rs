@@ -74,6 +74,11 @@ macro_rules! cli_cases {
             async fn stored_replies_are_printed_with_control_characters_escaped() {
                 cases::stored_replies_are_printed_with_control_characters_escaped::<H>().await
             }
+            #[cfg(feature = "webhook")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn webhooks_list_disable_enable_and_rotate() {
+                cases::webhooks_list_disable_enable_and_rotate::<H>().await
+            }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_drain_exit_code_and_work() {
                 embedded::drain_exit_code_and_work::<H>().await
