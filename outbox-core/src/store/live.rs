@@ -102,7 +102,8 @@ impl LiveMessageDetail {
 }
 
 /// Which delivered messages, kept for the retention window, to send again
-/// ([`LiveMessageStore::replay_done`]): all, or those matching every condition given.
+/// ([`LiveMessageStore::replay_done`](crate::store::LiveMessageStore::replay_done)): all,
+/// or those matching every condition given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayFilter {
     /// Only this message.
