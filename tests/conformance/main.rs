@@ -248,6 +248,11 @@ macro_rules! conformance {
                 webhooks::webhook_answers_are_classified::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_endpoint_that_only_fails_is_disabled_after_the_allowed_time() {
+                webhooks::an_endpoint_that_only_fails_is_disabled_after_the_allowed_time::<H>()
+                    .await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_endpoint_down_for_30_seconds_costs_no_attempts() {
                 webhooks::an_endpoint_down_for_30_seconds_costs_no_attempts::<H>().await
             }

@@ -244,6 +244,10 @@ async fn receive(
                 Ok::<_, std::io::Error>(Bytes::new())
             })))
             .unwrap(),
+        "broken" => Response::builder()
+            .status(StatusCode::INTERNAL_SERVER_ERROR)
+            .body(Body::from("database is down"))
+            .unwrap(),
         "big" => {
             // 10 MB, refused: the attempt log keeps 4 KB of it.
             let chunks = (0..160).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![b'x'; 65_536])));
@@ -533,4 +537,79 @@ pub async fn an_endpoint_down_for_30_seconds_costs_no_attempts<H: Harness>() {
         started.elapsed().as_secs_f64(),
         counts.deferred
     );
+}
+
+/// An endpoint whose deliveries have only failed for longer than allowed (2 s here; five
+/// days by default) is disabled with its reason, and its message parked in the paused
+/// group, not a dead letter.
+pub async fn an_endpoint_that_only_fails_is_disabled_after_the_allowed_time<H: Harness>() {
+    let r = Receiver::default();
+    let port = start_receiver(r.clone()).await;
+    let h = H::new().await;
+    let admin = Outbox::new(h.backend()).admin();
+    let endpoints = WebhookEndpoints::new(&admin);
+    let url = format!("http://127.0.0.1:{port}/broken");
+    endpoints.create("broken", &url).await.unwrap();
+    let endpoint = endpoints.get("broken").await.unwrap().unwrap();
+    let mut tx = h.pool().begin().await.unwrap();
+    let event = Webhook::new(&endpoint, "user.deleted", serde_json::json!({}));
+    let options = outbox::EnqueueOptions::new().max_attempts(1_000);
+    let id = event
+        .enqueue_with(&mut *tx, options)
+        .await
+        .unwrap()
+        .id()
+        .to_string();
+    tx.commit().await.unwrap();
+
+    let sender = WebhookSender::new(&admin, client(Duration::from_secs(5)))
+        .disable_after(Duration::from_secs(2));
+    let outbox = Outbox::new(h.backend())
+        .shaping(Shaping::new())
+        .register_with::<Webhook, _>(
+            sender,
+            QueueOptions::new().retry(RetrySchedule::fixed([Duration::from_millis(300)])),
+        );
+    outbox
+        .run_until(async {
+            let disabled = eventually(Duration::from_secs(20), || async {
+                endpoints
+                    .get("broken")
+                    .await
+                    .unwrap()
+                    .is_some_and(|e| !e.is_enabled())
+            })
+            .await;
+            assert!(disabled, "the failing endpoint is disabled");
+            // Parked: its group paused, the message still queued.
+            let parked = eventually(Duration::from_secs(5), || async {
+                admin
+                    .groups()
+                    .show("webhook:broken")
+                    .await
+                    .unwrap()
+                    .is_some_and(|g| g.is_paused() && g.remaining() == 1)
+            })
+            .await;
+            assert!(parked, "its message waits in the paused group");
+        })
+        .await
+        .unwrap();
+    let e = endpoints.get("broken").await.unwrap().unwrap();
+    let (_, reason) = e.disabled.expect("disabled");
+    assert!(reason.contains("every delivery failed for"), "{reason}");
+    assert_eq!(
+        admin
+            .dead_letters()
+            .count(&DeadLetterFilter::all())
+            .await
+            .unwrap(),
+        0
+    );
+    let calls = r.calls.lock().unwrap().get("broken").copied().unwrap_or(0);
+    assert!(
+        calls >= 3,
+        "it was tried for the allowed time: {calls} calls"
+    );
+    assert!(h.attempts(&id).await >= 3);
 }
