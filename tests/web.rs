@@ -1068,6 +1068,7 @@ async fn every_page_carries_the_security_headers() {
         "/suppressions".into(),
         "/suppressions?address=ann@example.com&reason=manual".into(),
         "/shaping".into(),
+        "/webhooks".into(),
         "/no/such/page".into(),
     ] {
         let r = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -2203,4 +2204,390 @@ async fn an_overflowing_page_and_a_nul_in_a_filter_get_clear_answers() {
     let body = r.text().await.unwrap();
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("`address`"), "{body}");
+}
+
+/// Webhook endpoints `orders` (HMAC, one webhook queued for it) and `ledger` (Ed25519,
+/// failing), stored through `admin`.
+async fn make_webhook_endpoints(
+    db: &TestDb,
+    admin: &Admin<SqliteBackend>,
+) -> outbox::webhook::WebhookEndpoints<SqliteBackend> {
+    use outbox::webhook::{SigningKey, Webhook, WebhookEndpoints};
+    let endpoints = WebhookEndpoints::new(admin);
+    endpoints
+        .create("orders", "https://hooks.example.com/in")
+        .await
+        .unwrap();
+    endpoints
+        .create_with(
+            "ledger",
+            "https://ledger.example:8443/hook",
+            SigningKey::generate_ed25519(),
+        )
+        .await
+        .unwrap();
+    endpoints.health("ledger", true).await.unwrap();
+    let orders = endpoints.get("orders").await.unwrap().unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let _ = Webhook::new(
+        &orders,
+        "invoice.paid",
+        serde_json::json!({ "invoice": 42 }),
+    )
+    .enqueue(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    endpoints
+}
+
+/// The state of the one queued message of group `webhook:orders`.
+async fn orders_webhook_state(admin: &Admin<SqliteBackend>) -> outbox::LiveState {
+    let page = admin
+        .messages()
+        .list(&LiveFilter::all().in_group("webhook:orders"), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(page.messages.len(), 1, "one webhook queued for orders");
+    page.messages[0].state
+}
+
+/// The webhook endpoints' page: both endpoints listed with URL, state, failure clock and
+/// secrets; `orders` disabled with a reason from its form (its queued webhook parked),
+/// enabled again (pending), its secret rotated (the new key shown once, the one it now
+/// signs with first) and its old secret retired; the link leads to its queued messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_endpoints_are_disabled_enabled_and_rotated_from_the_page() {
+    use outbox::LiveState;
+
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let endpoints = make_webhook_endpoints(&db, &admin).await;
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let b = Browser::start().await;
+    b.client.goto(&format!("{url}/webhooks")).await.unwrap();
+    assert_eq!(b.text("header a.on").await, "Webhooks");
+    let orders = r#"tr[data-endpoint="orders"]"#;
+    let ledger = r#"tr[data-endpoint="ledger"]"#;
+    let cell = |row: &str, n: u32| format!("{row} td:nth-child({n})");
+    assert_eq!(
+        b.text(&cell(orders, 2)).await,
+        "https://hooks.example.com/in"
+    );
+    assert_eq!(b.text(&cell(orders, 3)).await, "enabled");
+    assert_eq!(b.text(&cell(orders, 4)).await, "-");
+    assert_eq!(b.text(&cell(orders, 5)).await, "1");
+    assert_eq!(
+        b.text(&cell(ledger, 2)).await,
+        "https://ledger.example:8443/hook"
+    );
+    assert!(b.text(&cell(ledger, 4)).await.ends_with(" UTC"));
+
+    // Disable with a reason: the queued webhook is parked.
+    b.fill(
+        &format!("{orders} input[name=reason]"),
+        "receiver migrating",
+    )
+    .await;
+    b.click(&format!(
+        "{orders} form[action$='/webhooks/disable'] button"
+    ))
+    .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Disabled webhook endpoint orders (receiver migrating): its messages wait in group \
+         webhook:orders until it is enabled."
+    );
+    let state = b.text(&cell(orders, 3)).await;
+    assert!(
+        state.starts_with("disabled since ") && state.ends_with("UTC: receiver migrating"),
+        "{state}"
+    );
+    assert_eq!(orders_webhook_state(&admin).await, LiveState::Paused);
+    assert!(!endpoints.get("orders").await.unwrap().unwrap().is_enabled());
+
+    // Enable: pending again.
+    b.click(&format!("{orders} form[action$='/webhooks/enable'] button"))
+        .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Enabled webhook endpoint orders: its parked messages go out, and its failure clock \
+         starts over."
+    );
+    assert_eq!(b.text(&cell(orders, 3)).await, "enabled");
+    assert_eq!(orders_webhook_state(&admin).await, LiveState::Pending);
+
+    // Rotate: the new key on the page the form leads to, the endpoint's newest.
+    b.click(&format!("{orders} form[action$='/webhooks/rotate'] button"))
+        .await;
+    assert_eq!(
+        b.client.title().await.unwrap(),
+        "New secret for orders · outbox admin"
+    );
+    let key = b.text("#new-key").await;
+    assert!(key.starts_with("whsec_"), "{key}");
+    assert!(b.text("#rotated").await.contains("signed by its 2 key(s)"));
+    let stored = endpoints.get("orders").await.unwrap().unwrap();
+    assert_eq!(stored.secrets.len(), 2);
+    assert_eq!(
+        stored.signing_keys()[0].verifying_key().to_key_string(),
+        key
+    );
+    b.click("a#back").await;
+    assert_eq!(b.text(&cell(orders, 5)).await, "2");
+    let listed = b.client.source().await.unwrap();
+    assert!(!listed.contains(&key), "the key is shown once");
+
+    // Retire the old secret: the new key alone.
+    b.click(&format!("{orders} form[action$='/webhooks/retire'] button"))
+        .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "Retired 1 old secret(s) of orders: deliveries are signed by its newest key alone."
+    );
+    assert_eq!(b.text(&cell(orders, 5)).await, "1");
+    let stored = endpoints.get("orders").await.unwrap().unwrap();
+    assert_eq!(
+        stored.signing_keys()[0].verifying_key().to_key_string(),
+        key
+    );
+
+    // Its queued messages.
+    b.click(&format!("{orders} td:nth-child(6) a")).await;
+    let here = b.client.current_url().await.unwrap();
+    assert!(
+        here.as_str().ends_with("/messages?group=webhook%3Aorders"),
+        "{here}"
+    );
+    assert!(b.text("#messages").await.contains("outbox.webhook"));
+    b.client.clone().close().await.unwrap();
+}
+
+/// The webhook endpoints' forms need the CSRF token like every other (nothing changes
+/// without it); stored text is escaped; a rotation answers with the key itself (200, not
+/// a redirect carrying it, and not cached); an unknown endpoint is refused with its name.
+#[tokio::test]
+async fn webhook_forms_check_csrf_escape_and_rotate_without_a_redirect() {
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let endpoints = make_webhook_endpoints(&db, &admin).await;
+    endpoints
+        .disable("ledger", "<script>alert('gone')</script> 410")
+        .await
+        .unwrap();
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (cookie, token) = session(&http, &format!("{url}/webhooks")).await;
+    let post = |action: &str, pairs: &[(&str, &str)]| {
+        http.post(format!("{url}{action}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookie.clone())
+            .body(form_urlencoded_pairs(pairs))
+            .send()
+    };
+    for action in [
+        "/webhooks/disable",
+        "/webhooks/enable",
+        "/webhooks/rotate",
+        "/webhooks/retire",
+    ] {
+        for csrf in [None, Some("AAAA")] {
+            let mut pairs = vec![("back", "/webhooks"), ("name", "orders"), ("reason", "x")];
+            if let Some(t) = csrf {
+                pairs.push(("csrf", t));
+            }
+            let r = post(action, &pairs).await.unwrap();
+            assert_eq!(r.status(), 403, "{action} with {csrf:?}");
+            assert!(r.text().await.unwrap().contains("CSRF token"), "{action}");
+        }
+    }
+    let orders = endpoints.get("orders").await.unwrap().unwrap();
+    assert!(orders.is_enabled(), "nothing changed");
+    assert_eq!(orders.secrets.len(), 1, "nothing changed");
+
+    let page = http
+        .get(format!("{url}/webhooks"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("<script>alert"), "the reason is escaped");
+    assert!(page.contains("&lt;script&gt;alert('gone')&lt;/script&gt; 410"));
+    assert!(page.contains(r#"href="/outbox/messages?group=webhook%3Aledger""#));
+
+    let r = post(
+        "/webhooks/rotate",
+        &[("csrf", &token), ("back", "/webhooks"), ("name", "orders")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        r.status(),
+        200,
+        "the key is on this response, not behind a redirect"
+    );
+    assert!(r.headers().get("location").is_none());
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let shown = r.text().await.unwrap();
+    let orders = endpoints.get("orders").await.unwrap().unwrap();
+    let key = orders.signing_keys()[0].verifying_key().to_key_string();
+    assert!(
+        shown.contains(&format!(r#"<pre id="new-key">{key}</pre>"#)),
+        "{shown}"
+    );
+    let r = post(
+        "/webhooks/rotate",
+        &[("csrf", &token), ("back", "/webhooks"), ("name", "ledger")],
+    )
+    .await
+    .unwrap();
+    let shown = r.text().await.unwrap();
+    let ledger = endpoints.get("ledger").await.unwrap().unwrap();
+    let public = ledger.signing_keys()[0].verifying_key().to_key_string();
+    assert!(public.starts_with("whpk_"));
+    assert!(
+        shown.contains(&public) && shown.contains("Ed25519"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(&ledger.secrets[0].key),
+        "the Ed25519 secret key is never shown"
+    );
+
+    for action in [
+        "/webhooks/disable",
+        "/webhooks/enable",
+        "/webhooks/rotate",
+        "/webhooks/retire",
+    ] {
+        let r = post(
+            action,
+            &[("csrf", &token), ("back", "/webhooks"), ("name", "nope")],
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 303, "{action}");
+        let location = r.headers()["location"].to_str().unwrap().to_string();
+        assert!(
+            location.starts_with("/outbox/webhooks?err=There+is+no+webhook+endpoint+nope."),
+            "{action}: {location}"
+        );
+    }
+}
+
+/// A webhook dead letter's page shows the webhook kind's view: endpoint, event type, host
+/// and the data pretty-printed (escaped), its attempts headed as the receiver's answers;
+/// the dead letters by error group it as `HTTP 422 <host>`. The receiver is a real one on
+/// loopback answering 422.
+#[tokio::test]
+async fn a_webhook_dead_letter_shows_the_webhook() {
+    use outbox::webhook::{AddressPolicy, Webhook, WebhookClient, WebhookEndpoints, WebhookSender};
+
+    let receiver = axum::Router::new().route(
+        "/in",
+        axum::routing::post(|| async {
+            (
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "field <b>invoice</b> is unknown",
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let endpoints = WebhookEndpoints::new(&admin);
+    endpoints
+        .create("orders", &format!("http://127.0.0.1:{port}/in"))
+        .await
+        .unwrap();
+    let endpoint = endpoints.get("orders").await.unwrap().unwrap();
+    let data = serde_json::json!({ "invoice": 42, "note": "<script>alert(1)</script>" });
+    let mut tx = db.pool.begin().await.unwrap();
+    let id = Webhook::new(&endpoint, "invoice.paid", data)
+        .enqueue(&mut *tx)
+        .await
+        .unwrap()
+        .id()
+        .clone();
+    tx.commit().await.unwrap();
+    let client = WebhookClient::builder()
+        .policy(
+            AddressPolicy::new()
+                .allow("127.0.0.1/32".parse().unwrap())
+                .allow_http(true),
+        )
+        .build()
+        .unwrap();
+    let report = Outbox::new(db.backend())
+        .register::<Webhook, _>(WebhookSender::new(&admin, client))
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.given_up, 1, "a 422 is final: {report:?}");
+
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let http = http.clone();
+        async move {
+            let r = http.get(path).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.text().await.unwrap()
+        }
+    };
+    let page = get(format!("{url}/dead/{}", id.as_str())).await;
+    assert!(
+        page.contains(r#"<section id="webhook"><h2>Webhook</h2>"#),
+        "{page}"
+    );
+    for (name, value) in [
+        ("Endpoint", "orders".to_string()),
+        ("Event type", "invoice.paid".to_string()),
+        ("Host", format!("127.0.0.1:{port}")),
+    ] {
+        assert!(
+            page.contains(&format!(
+                r#"<th style="width:140px">{name}</th><td>{value}</td>"#
+            )),
+            "{name}: {page}"
+        );
+    }
+    assert!(
+        page.contains(r#"<td class="muted">webhook:orders</td>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<pre id=\"webhook-data\">{\n  &quot;invoice&quot;: 42,\n  &quot;note&quot;: \
+             &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;\n}</pre>"
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert"), "the data is escaped");
+    assert!(page.contains("<th>Error (the receiver"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<dt>Error signature</dt><dd>HTTP 422 127.0.0.1:{port}</dd>"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains("field &lt;b&gt;invoice&lt;/b&gt; is unknown"),
+        "the receiver's answer, escaped: {page}"
+    );
+    let groups = get(format!("{url}/dead/groups")).await;
+    assert!(
+        groups.contains(&format!("<strong>HTTP 422 127.0.0.1:{port}</strong>")),
+        "{groups}"
+    );
 }

@@ -111,6 +111,8 @@ pub(crate) enum Nav {
     Messages,
     Suppressions,
     Shaping,
+    #[cfg(feature = "webhook")]
+    Webhooks,
 }
 
 /// A whole page: header, flash messages, the live part (refreshed by the script) and
@@ -124,6 +126,10 @@ pub(crate) fn page(
     rest: Markup,
 ) -> Markup {
     let on = |n: Nav| if nav == Some(n) { "on" } else { "" };
+    #[cfg(feature = "webhook")]
+    let webhooks = html! { a class=(on(Nav::Webhooks)) href=(ctx.url("/webhooks")) { "Webhooks" } };
+    #[cfg(not(feature = "webhook"))]
+    let webhooks = html! {};
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -143,6 +149,7 @@ pub(crate) fn page(
                     a class=(on(Nav::Messages)) href=(ctx.url("/messages")) { "Messages" }
                     a class=(on(Nav::Suppressions)) href=(ctx.url("/suppressions")) { "Suppressions" }
                     a class=(on(Nav::Shaping)) href=(ctx.url("/shaping")) { "Shaping" }
+                    (webhooks)
                 }
                 main {
                     h1 { (title) }

@@ -53,7 +53,12 @@
 //!   slowdown or suspension, with a button that ends it) and the reply rules;
 //! * suppressions (`/suppressions`): the suppression list filtered by address or reason,
 //!   paged, with a form to add an entry (scope, reason, expiry) and remove per entry, and
-//!   the newest messages it stopped.
+//!   the newest messages it stopped;
+//! * webhook endpoints (`/webhooks`, with feature `webhook`): every outgoing webhook
+//!   endpoint with its URL, state (disabled since when and why), failing since, number of
+//!   signing secrets and a link to its queued messages (group `webhook:<name>`), with
+//!   forms to disable it (with a reason), enable it, rotate its secret (the new verifying
+//!   key is shown once, on the page the form leads to) and retire its old secrets.
 //!
 //! Two public endpoints live beside the admin (not inside it; they need no login):
 //! [`UnsubscribeEndpoint`](crate::web::UnsubscribeEndpoint) for one-click unsubscribe links
@@ -119,6 +124,8 @@ mod suppression_pages;
 #[cfg(feature = "smtp")]
 mod unsubscribe;
 mod view;
+#[cfg(feature = "webhook")]
+mod webhook_pages;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 
@@ -292,7 +299,7 @@ impl<B: Backend> WebAdmin<B> {
             secure_cookies: self.secure_cookies,
         });
         let auth = Arc::new(self.auth);
-        Router::new()
+        let router = Router::new()
             .route("/", get(pages::overview::<B>))
             .route("/types/{type_tag}", get(pages::type_page::<B>))
             .route("/pause", post(pages::pause::<B>))
@@ -344,7 +351,18 @@ impl<B: Backend> WebAdmin<B> {
             .route(
                 "/messages/{id}/cancel",
                 post(live_pages::message_cancel::<B>),
+            );
+        #[cfg(feature = "webhook")]
+        let router = router
+            .route("/webhooks", get(webhook_pages::webhooks_page::<B>))
+            .route(
+                "/webhooks/disable",
+                post(webhook_pages::webhook_disable::<B>),
             )
+            .route("/webhooks/enable", post(webhook_pages::webhook_enable::<B>))
+            .route("/webhooks/rotate", post(webhook_pages::webhook_rotate::<B>))
+            .route("/webhooks/retire", post(webhook_pages::webhook_retire::<B>));
+        router
             .fallback(pages::not_found)
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&state),
