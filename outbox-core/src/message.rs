@@ -74,6 +74,17 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
         None
     }
 
+    /// The message's ordering key, if it has one (an aggregate's id, an account): messages
+    /// of this type with the same key start one at a time, in enqueue order, across every
+    /// process, and a message that fails holds the later ones of its key until it is
+    /// delivered, or — given up — until its dead letter is requeued or purged. Keys do not
+    /// hold each other. [`EnqueueOptions::order_key`](crate::EnqueueOptions::order_key)
+    /// sets one for an enqueue call. 1 to 255 bytes, no control characters. The default is
+    /// `None` (no order).
+    fn order_key(&self) -> Option<String> {
+        None
+    }
+
     /// Checks the message before it is written; an error refuses the enqueue with the
     /// field and the reason, and nothing is written. The default accepts everything.
     fn validate(&self) -> Result<(), InvalidMessage> {

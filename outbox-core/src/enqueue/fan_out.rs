@@ -200,6 +200,7 @@ mod tests {
             idempotency_key: None,
             group: None,
             suppression: None,
+            order_key: None,
         }
     }
 

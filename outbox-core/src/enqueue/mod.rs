@@ -476,6 +476,7 @@ mod tests {
                 idempotency_key: None,
                 group: None,
                 suppression: None,
+                order_key: None,
             })
             .collect()
     }

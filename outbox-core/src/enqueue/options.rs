@@ -20,6 +20,7 @@ pub struct EnqueueOptions {
     pub(crate) max_payload: Option<usize>,
     pub(crate) key: KeyChoice,
     pub(crate) group: Option<String>,
+    pub(crate) order_key: Option<String>,
 }
 
 /// When a delayed message becomes due.
@@ -90,6 +91,15 @@ impl EnqueueOptions {
     /// name is 1 to 200 bytes without control characters.
     pub fn group(mut self, name: impl Into<String>) -> Self {
         self.group = Some(name.into());
+        self
+    }
+
+    /// Orders the messages of this call under `key` (instead of the type's
+    /// [`order_key`](crate::OutboxMessage::order_key)): messages of the type with the same
+    /// key start one at a time, in enqueue order, in every process; a failing one holds the
+    /// later ones. 1 to 255 bytes without control characters.
+    pub fn order_key(mut self, key: impl Into<String>) -> Self {
+        self.order_key = Some(key.into());
         self
     }
 

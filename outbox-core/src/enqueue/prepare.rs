@@ -42,6 +42,9 @@ pub struct NewMessage {
     pub group: Option<String>,
     /// Its one recipient as the suppression list sees it, if it has one.
     pub suppression: Option<SuppressionProbe>,
+    /// Its ordering key: messages of the type with the same key start one at a time, in
+    /// id order.
+    pub order_key: Option<String>,
 }
 
 impl NewMessage {
@@ -82,6 +85,14 @@ impl NewMessage {
             check_group(group).map_err(|reason| EnqueueError::InvalidOption {
                 type_tag: M::TYPE,
                 option: "group",
+                reason,
+            })?;
+        }
+        let order_key = options.order_key.clone().or_else(|| msg.order_key());
+        if let Some(key) = &order_key {
+            check_order_key(key).map_err(|reason| EnqueueError::InvalidOption {
+                type_tag: M::TYPE,
+                option: "order_key",
                 reason,
             })?;
         }
@@ -164,8 +175,29 @@ impl NewMessage {
                     options.group.as_deref(),
                 )
             }),
+            order_key,
         })
     }
+}
+
+/// Longest ordering key, in bytes.
+pub const MAX_ORDER_KEY_LEN: usize = 255;
+
+/// An ordering key is 1 to [`MAX_ORDER_KEY_LEN`] bytes without control characters.
+fn check_order_key(key: &str) -> Result<(), String> {
+    if key.is_empty() || key.len() > MAX_ORDER_KEY_LEN {
+        return Err(format!(
+            "an ordering key is 1 to {MAX_ORDER_KEY_LEN} bytes, not {} (`{}`)",
+            key.len(),
+            key.chars().take(40).collect::<String>()
+        ));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(format!(
+            "an ordering key may not hold control characters: {key:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// An idempotency key is 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes without control characters.

@@ -224,3 +224,100 @@ pub async fn claim_counts_attempts_and_claims<H: PortHarness>(h: &H) {
     let c = claim(h, t, "w1", 1, expired).await;
     assert_eq!((c[0].attempt, c[0].claim), (3, 5), "(attempt, claim)");
 }
+
+/// A message of `t` numbered `n` with ordering key `key`.
+fn ordered(t: &'static str, n: u32, key: &str) -> NewMessage {
+    NewMessage {
+        order_key: Some(key.to_owned()),
+        ..message(t, n)
+    }
+}
+
+/// Order per key: only the oldest message of a type and key is claimed while it is queued,
+/// running, retrying or a dead letter; other keys, unkeyed messages and the same key of
+/// another type are not held; once the oldest is delivered (or its dead letter purged), the
+/// next one of its key is claimed.
+pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortHarness>(h: &H) {
+    use crate::store::{DeadLetterFilter, DeadLetterStore};
+    let t = "port_ordered";
+    let other = "port_ordered_other";
+    let rows = [
+        ordered(t, 1, "a"),
+        ordered(t, 2, "a"),
+        ordered(t, 3, "a"),
+        ordered(t, 4, "b"),
+        message(t, 5),
+        ordered(other, 6, "a"),
+    ];
+    let made = insert(h, &rows).await;
+    let b = h.backend();
+
+    let first = claim(h, t, "w1", 10, at(0)).await;
+    assert_eq!(
+        ids(&first),
+        vec![made[0].clone(), made[3].clone(), made[4].clone()],
+        "the first of `a`, the first of `b`, the unkeyed one"
+    );
+    let elsewhere = claim(h, other, "w1", 10, at(0)).await;
+    assert_eq!(elsewhere.len(), 1, "another type's key `a` is its own");
+    // While the first of `a` runs, nothing more of `a`.
+    assert!(claim(h, t, "w2", 10, at(0)).await.is_empty());
+
+    // It fails and waits for a retry: it still holds `a`.
+    let retry = Settle::Retry {
+        due: Due::At(at(60_000)),
+        error: "503".into(),
+        give_back_attempt: false,
+    };
+    let done = Settle::Done {
+        keep: false,
+        note: None,
+    };
+    let settled = b
+        .settle(
+            "w1",
+            &[
+                settlement(&first[0], retry),
+                settlement(&first[1], done.clone()),
+                settlement(&first[2], done.clone()),
+            ],
+            Now::At(at(10)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(settled.applied, 3);
+    assert!(
+        claim(h, t, "w2", 10, at(20)).await.is_empty(),
+        "a retrying message holds its key"
+    );
+
+    // Retried and given up: its dead letter holds `a` too.
+    let again = claim(h, t, "w3", 10, at(60_000)).await;
+    assert_eq!(ids(&again), vec![made[0].clone()]);
+    let bury = Settle::Bury {
+        reason: "gave up".into(),
+    };
+    b.settle("w3", &[settlement(&again[0], bury)], Now::At(at(60_010)))
+        .await
+        .unwrap();
+    assert!(
+        claim(h, t, "w2", 10, at(60_020)).await.is_empty(),
+        "a dead letter holds its key"
+    );
+    // Skipped by purging it: the second of `a` goes, and only it.
+    let purged = b
+        .purge_dead(&DeadLetterFilter {
+            id: Some(made[0].to_string()),
+            ..DeadLetterFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    let second = claim(h, t, "w2", 10, at(60_030)).await;
+    assert_eq!(ids(&second), vec![made[1].clone()]);
+    b.settle("w2", &[settlement(&second[0], done)], Now::At(at(60_040)))
+        .await
+        .unwrap();
+    let third = claim(h, t, "w2", 10, at(60_050)).await;
+    assert_eq!(ids(&third), vec![made[2].clone()]);
+}

@@ -113,6 +113,7 @@ macro_rules! port_suite {
             claim::paused_type_is_not_claimed,
             claim::concurrent_claimers_never_share_a_message,
             claim::claim_counts_attempts_and_claims,
+            claim::a_key_holds_its_later_messages_until_the_first_is_finished,
             settle::done_without_keep_deletes,
             settle::done_with_keep_keeps_a_done_row,
             settle::retry_after_a_delay,
@@ -225,6 +226,7 @@ pub fn message(type_tag: &'static str, n: u32) -> NewMessage {
         idempotency_key: None,
         group: None,
         suppression: None,
+        order_key: None,
     }
 }
 

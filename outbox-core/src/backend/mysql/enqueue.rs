@@ -96,7 +96,7 @@ async fn insert(
         // One message (the common case): a plain one-row insert.
         // (One with a recipient goes through the batch statement, which checks the
         // suppression list.)
-        [m] if m.suppression.is_none() => {
+        [m] if m.suppression.is_none() && m.order_key.is_none() => {
             // The database's clock in the statement itself (see enqueue_one.sql).
             let (due, delay) = due_parts(m.due);
             let args = [

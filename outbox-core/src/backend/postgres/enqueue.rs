@@ -29,7 +29,7 @@ impl InsertMessages for PgConnection {
                 // One message (the common case): a plain one-row insert.
                 // (One with a recipient goes through the batch statement, which checks the
                 // suppression list.)
-                [m] if m.suppression.is_none() => {
+                [m] if m.suppression.is_none() && m.order_key.is_none() => {
                     let args = one_args(m, None);
                     let query = bind(
                         sqlx::query(include_str!("queries/enqueue/enqueue_one.sql")),

@@ -71,6 +71,9 @@ struct Row<'a> {
     /// The recipient's suppression probe, flattened (`a`, `d`, `s0`..`s3`, `u`).
     #[serde(flatten)]
     probe: Option<ProbeFields<'a>>,
+    /// The ordering key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    o: Option<&'a str>,
 }
 
 /// A message's suppression probe as the enqueue statements read it: address, domain entry,
@@ -109,11 +112,13 @@ impl<'a> ProbeFields<'a> {
 /// One row as a JSON array, in [`Row`]'s field order: read by position (SQLite), without
 /// key names to write, parse and look up. A row with a suppression probe has its fields at
 /// positions 9 to 15 (address, domain entry, four scopes, whether unsubscribes count); a
-/// row without one ends at position 8.
+/// row with an ordering key has it at position 16 (positions 9 to 15 null when it has no
+/// probe); a row with neither ends at position 8.
 #[cfg(feature = "sqlite")]
 struct RowArray<'a> {
     head: RowHead<'a>,
     probe: Option<ProbeFields<'a>>,
+    order_key: Option<&'a str>,
 }
 
 #[cfg(feature = "sqlite")]
@@ -134,7 +139,12 @@ impl Serialize for RowArray<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let h = &self.head;
-        let mut seq = serializer.serialize_seq(Some(if self.probe.is_some() { 16 } else { 9 }))?;
+        let len = match (&self.probe, self.order_key) {
+            (_, Some(_)) => 17,
+            (Some(_), None) => 16,
+            (None, None) => 9,
+        };
+        let mut seq = serializer.serialize_seq(Some(len))?;
         seq.serialize_element(h.0)?;
         seq.serialize_element(h.1)?;
         seq.serialize_element(h.2)?;
@@ -152,6 +162,13 @@ impl Serialize for RowArray<'_> {
             seq.serialize_element(&p.s2)?;
             seq.serialize_element(&p.s3)?;
             seq.serialize_element(&p.u)?;
+        } else if self.order_key.is_some() {
+            for _ in 9..16 {
+                seq.serialize_element(&None::<u8>)?;
+            }
+        }
+        if let Some(key) = self.order_key {
+            seq.serialize_element(key)?;
         }
         seq.end()
     }
@@ -179,6 +196,7 @@ pub(crate) fn encode_rows(rows: &[NewMessage]) -> Result<String, sqlx::Error> {
                 key: m.idempotency_key.as_deref(),
                 group: m.group.as_deref(),
                 probe: ProbeFields::of(m),
+                o: m.order_key.as_deref(),
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
@@ -205,6 +223,7 @@ pub(crate) fn encode_row_arrays(rows: &[NewMessage]) -> Result<String, sqlx::Err
                     m.group.as_deref(),
                 ),
                 probe: ProbeFields::of(m),
+                order_key: m.order_key.as_deref(),
             })
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;

@@ -108,7 +108,7 @@ async fn insert(
         // One message (the common case): a plain one-row insert.
         // (One with a recipient goes through the batch statement, which checks the
         // suppression list.)
-        [m] if m.suppression.is_none() => {
+        [m] if m.suppression.is_none() && m.order_key.is_none() => {
             let args = one_args(m, Some(now));
             bind(
                 sqlx::query(include_str!("queries/enqueue/enqueue_one.sql")),

@@ -7,16 +7,17 @@
 -- row without one). (Its expiry is read at the database's clock: MariaDB fails the second
 -- run of a prepared statement whose correlated subquery reads the derived `p`.)
 -- ?: [{"id","queue","job","due" (unix ms, or null: "delay" ms after now),"delay","priority",
--- "max_attempts","key","group","a","d","s0".."s3","u"}], ? now (unix ms; NULL: the database's clock)
+-- "max_attempts","key","group","a","d","s0".."s3","u","o" (the ordering key)}], ? now (unix ms;
+-- NULL: the database's clock)
 INSERT INTO outbox_messages
     (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key,
-     enqueued_at, group_name, done_at, last_error, recipient)
+     enqueued_at, group_name, done_at, last_error, recipient, order_key)
 SELECT x.id, x.queue, CAST(x.job AS BINARY), CASE WHEN x.why IS NULL THEN 'queued' ELSE 'suppressed' END, 0,
     x.max_attempts, GREATEST(COALESCE(x.due, 0), x.now_ms + COALESCE(x.delay, 0)), x.priority, x.idem_key,
-    x.now_ms, x.group_name, CASE WHEN x.why IS NULL THEN NULL ELSE x.now_ms END, x.why, x.a
+    x.now_ms, x.group_name, CASE WHEN x.why IS NULL THEN NULL ELSE x.now_ms END, x.why, x.a, x.o
 FROM (
     SELECT r.id, r.queue, r.job, r.due, r.delay, r.priority, r.max_attempts, r.idem_key, r.group_name,
-        r.a, p.now_ms, CASE WHEN r.a IS NULL THEN NULL ELSE (
+        r.a, r.o, p.now_ms, CASE WHEN r.a IS NULL THEN NULL ELSE (
             SELECT CONCAT('suppressed: ', s.reason, ' of ', s.address, ' (', s.scope, ')')
             FROM outbox_suppressions AS s
             WHERE s.address IN (r.a, r.d) AND s.scope IN (r.s0, r.s1, r.s2, r.s3)
@@ -40,7 +41,8 @@ FROM (
         s1 VARCHAR(210) PATH '$.s1',
         s2 VARCHAR(210) PATH '$.s2',
         s3 VARCHAR(210) PATH '$.s3',
-        u INT PATH '$.u'
+        u INT PATH '$.u',
+        o VARCHAR(255) PATH '$.o'
     )) AS r, (SELECT COALESCE(?, CAST(@@timestamp * 1000 AS SIGNED)) AS now_ms) AS p
 ) AS x
 ON DUPLICATE KEY UPDATE outbox_messages.id = outbox_messages.id

@@ -5,21 +5,22 @@
 -- force stops it, it is written as `suppressed` (never claimed), the suppression named.
 -- Its address (already lowercased) is also its `recipient`; NULL for a row without one.
 -- $1: [{"id","queue","job" (payload JSON as a string),"due" (unix ms, or null: "delay" ms
--- after now),"delay","priority","max_attempts","key","group","a","d","s0".."s3","u"}], $2 now
+-- after now),"delay","priority","max_attempts","key","group","a","d","s0".."s3","u","o" (the
+-- ordering key)}], $2 now
 -- (unix ms; NULL: the database's clock)
 WITH p AS (SELECT COALESCE($2::bigint, (extract(epoch FROM now()) * 1000)::bigint) AS now),
 ins AS (
     INSERT INTO outbox_messages
         (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key,
-         enqueued_at, group_name, done_at, last_error, recipient)
+         enqueued_at, group_name, done_at, last_error, recipient, order_key)
     SELECT r.id, r.queue, convert_to(r.job, 'UTF8'),
            CASE WHEN w.why IS NULL THEN 'queued' ELSE 'suppressed' END, 0, r.max_attempts,
            GREATEST(COALESCE(r.due, 0), p.now + COALESCE(r.delay, 0)), r.priority, r.key, p.now,
-           r.group, CASE WHEN w.why IS NOT NULL THEN p.now END, w.why, r.a
+           r.group, CASE WHEN w.why IS NOT NULL THEN p.now END, w.why, r.a, r.o
     FROM jsonb_to_recordset($1::jsonb)
          AS r(id text, queue text, job text, due bigint, delay bigint, priority integer,
               max_attempts integer, key text, "group" text, a text, d text, s0 text, s1 text,
-              s2 text, s3 text, u integer)
+              s2 text, s3 text, u integer, o text)
     CROSS JOIN p
     LEFT JOIN LATERAL (
         SELECT 'suppressed: ' || s.reason || ' of ' || s.address || ' (' || s.scope || ')' AS why

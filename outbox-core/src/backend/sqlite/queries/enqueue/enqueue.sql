@@ -7,16 +7,18 @@
 -- domain entry, four scopes, 1 when unsubscribes count); when a suppression in force stops
 -- it, it is written as `suppressed` (never claimed), the suppression named. Its address
 -- (already lowercased) is also its `recipient`; NULL for a row without one.
+-- An ordering key, when there is one, is at position 16 (9 to 15 null without a probe).
 -- ?1: [[id, type, payload (JSON as a string), due (unix ms, or null: delay ms after now), delay,
--- priority, max attempts, key, group (, address, domain, scope × 4, unsubscribes)]], ?2 now (unix ms)
+-- priority, max attempts, key, group (, address, domain, scope × 4, unsubscribes (, order key))]],
+-- ?2 now (unix ms)
 INSERT INTO outbox_messages
     (id, type_tag, payload, status, attempts, max_attempts, due_at, priority, idempotency_key,
-     enqueued_at, group_name, done_at, last_error, recipient)
+     enqueued_at, group_name, done_at, last_error, recipient, order_key)
 SELECT
     value ->> 0, value ->> 1, CAST(value ->> 2 AS BLOB),
     CASE WHEN why IS NULL THEN 'queued' ELSE 'suppressed' END, 0,
     value ->> 6, MAX(COALESCE(value ->> 3, 0), ?2 + COALESCE(value ->> 4, 0)), value ->> 5, value ->> 7,
-    ?2, value ->> 8, CASE WHEN why IS NULL THEN NULL ELSE ?2 END, why, value ->> 9
+    ?2, value ->> 8, CASE WHEN why IS NULL THEN NULL ELSE ?2 END, why, value ->> 9, value ->> 16
 FROM (
     SELECT j.value, CASE WHEN j.value ->> 9 IS NULL THEN NULL ELSE (
         SELECT 'suppressed: ' || s.reason || ' of ' || s.address || ' (' || s.scope || ')'
