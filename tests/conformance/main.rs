@@ -18,6 +18,7 @@ mod harness;
 mod isolation;
 mod layers;
 mod many_types;
+mod ordering;
 mod outage;
 mod processes;
 mod providers;
@@ -36,7 +37,7 @@ macro_rules! conformance {
         #[cfg(feature = $feature)]
         mod $backend {
             use super::{
-                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, outage,
+                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, ordering, outage,
                 processes, providers, shaping, testing, unknown_users, webhooks,
             };
             type H = $harness;
@@ -255,6 +256,11 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_endpoint_down_for_30_seconds_costs_no_attempts() {
                 webhooks::an_endpoint_down_for_30_seconds_costs_no_attempts::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn two_processes_keep_each_keys_order_and_a_poisoned_key_holds_only_itself() {
+                ordering::two_processes_keep_each_keys_order_and_a_poisoned_key_holds_only_itself::<H>()
+                    .await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {

@@ -54,6 +54,9 @@ pub async fn child<H: Harness>(role: &str, url: &str) {
     if role == "outage" {
         return super::outage::outage_child(h).await;
     }
+    if role == "ordered" {
+        return super::ordering::ordered_child(h).await;
+    }
     let hang = role == "hang";
     // Draining processes keep the default lease: they are alive, only busy.
     let options = if role == "drain" {

@@ -1,5 +1,5 @@
 -- Which of the types in ?1 (JSON array of tags) are not paused and have a queued message due
--- at ?2 (unix ms) outside paused groups: one probe of the claim index per type, stopping at the first due
+-- at ?2 (unix ms) outside paused groups, not held by an earlier message of their ordering key: one probe of the claim index per type, stopping at the first due
 -- message, so an idle process asks about all its types at once.
 SELECT t.value
 FROM json_each(?1) AS t
@@ -9,4 +9,9 @@ WHERE t.value NOT IN (SELECT type_tag FROM outbox_paused)
     WHERE m.type_tag = t.value AND m.status = 'queued' AND m.due_at <= ?2
       AND (m.group_name IS NULL OR NOT EXISTS (
           SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
+      AND (m.order_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM outbox_messages AS o WHERE o.order_key = m.order_key
+              AND o.type_tag = m.type_tag AND o.id < m.id AND o.status IN ('queued', 'running'))
+          AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters AS d
+              WHERE d.order_key = m.order_key AND d.type_tag = m.type_tag)))
   )
