@@ -27,6 +27,9 @@ pub struct EndpointSettings {
     pub url: String,
     /// Its signing secrets, newest first: every one signs each delivery.
     pub secrets: Vec<StoredSecret>,
+    /// Deliver its events one at a time, in enqueue order (a failing one holds the next).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ordered: bool,
 }
 
 impl fmt::Debug for EndpointSettings {
@@ -34,6 +37,7 @@ impl fmt::Debug for EndpointSettings {
         f.debug_struct("EndpointSettings")
             .field("url", &self.url)
             .field("secrets", &self.secrets.len())
+            .field("ordered", &self.ordered)
             .finish()
     }
 }
@@ -67,6 +71,8 @@ pub struct WebhookEndpoint {
     pub disabled: Option<(SystemTime, String)>,
     /// Since when every delivery to it has failed, while that lasts.
     pub failing_since: Option<SystemTime>,
+    /// Its events are delivered one at a time, in enqueue order.
+    pub ordered: bool,
 }
 
 impl WebhookEndpoint {
@@ -88,6 +94,7 @@ impl WebhookEndpoint {
                 .disabled_at
                 .map(|at| (at, e.disabled_reason.clone().unwrap_or_default())),
             failing_since: e.failing_since,
+            ordered: settings.ordered,
         })
     }
 
@@ -199,6 +206,7 @@ impl<B: Backend> WebhookEndpoints<B> {
             None => EndpointSettings {
                 url: url.to_owned(),
                 secrets: Vec::new(),
+                ordered: false,
             },
         };
         settings.url = url.to_owned();
@@ -232,6 +240,16 @@ impl<B: Backend> WebhookEndpoints<B> {
         check_url(url).map_err(Error::Config)?;
         let mut settings = self.existing(name).await?;
         settings.url = url.to_owned();
+        self.store(name, &settings).await
+    }
+
+    /// Delivers the events enqueued for endpoint `name` from now on one at a time, in
+    /// enqueue order, in every process (`ordered`), or as fast as its limits allow. A
+    /// failing event of an ordered endpoint holds the later ones until it is delivered, or
+    /// — given up — until its dead letter is requeued or purged.
+    pub async fn set_ordered(&self, name: &str, ordered: bool) -> Result<(), Error> {
+        let mut settings = self.existing(name).await?;
+        settings.ordered = ordered;
         self.store(name, &settings).await
     }
 

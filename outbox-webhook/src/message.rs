@@ -35,6 +35,10 @@ pub struct Webhook {
     pub event_type: String,
     /// The event's data.
     pub data: serde_json::Value,
+    /// Delivered in order with the endpoint's other ordered events (its endpoint was
+    /// ordered when it was enqueued).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ordered: bool,
 }
 
 impl Webhook {
@@ -49,6 +53,7 @@ impl Webhook {
             host: endpoint.host_key(),
             event_type: event_type.into(),
             data,
+            ordered: endpoint.ordered,
         }
     }
 
@@ -92,6 +97,10 @@ impl OutboxMessage for Webhook {
 
     fn destination(&self) -> Option<String> {
         Some(self.host.clone())
+    }
+
+    fn order_key(&self) -> Option<String> {
+        self.ordered.then(|| self.endpoint.clone())
     }
 
     fn validate(&self) -> Result<(), InvalidMessage> {

@@ -254,6 +254,10 @@ macro_rules! conformance {
                     .await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_ordered_endpoint_gets_its_events_in_order() {
+                webhooks::an_ordered_endpoint_gets_its_events_in_order::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn an_endpoint_down_for_30_seconds_costs_no_attempts() {
                 webhooks::an_endpoint_down_for_30_seconds_costs_no_attempts::<H>().await
             }

@@ -204,13 +204,15 @@ struct Receiver {
     gone: Arc<Mutex<bool>>,
     /// Deliveries that got a 2xx, per path.
     delivered: Arc<Mutex<HashMap<String, usize>>>,
+    /// The `data.n` of each delivery that got a 2xx on `ordered`, in arrival order.
+    ordered: Arc<Mutex<Vec<i64>>>,
 }
 
 async fn receive(
     State(r): State<Receiver>,
     Path(path): Path<String>,
     _headers: HeaderMap,
-    _body: Bytes,
+    body: Bytes,
 ) -> Response {
     let call = {
         let mut calls = r.calls.lock().unwrap();
@@ -244,6 +246,17 @@ async fn receive(
                 Ok::<_, std::io::Error>(Bytes::new())
             })))
             .unwrap(),
+        // The first delivery fails: the later events of the ordered endpoint wait for it.
+        "ordered" if call == 1 => Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Body::from("warming up"))
+            .unwrap(),
+        "ordered" => {
+            let event: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let n = event["data"]["n"].as_i64().unwrap_or(-1);
+            r.ordered.lock().unwrap().push(n);
+            ok(&r)
+        }
         "broken" => Response::builder()
             .status(StatusCode::INTERNAL_SERVER_ERROR)
             .body(Body::from("database is down"))
@@ -612,4 +625,47 @@ pub async fn an_endpoint_that_only_fails_is_disabled_after_the_allowed_time<H: H
         "it was tried for the allowed time: {calls} calls"
     );
     assert!(h.attempts(&id).await >= 3);
+}
+
+/// An ordered endpoint gets its events one at a time in enqueue order: the first one's
+/// failure (a 503) holds the others until its retry is delivered.
+pub async fn an_ordered_endpoint_gets_its_events_in_order<H: Harness>() {
+    let r = Receiver::default();
+    let port = start_receiver(r.clone()).await;
+    let h = H::new().await;
+    let admin = Outbox::new(h.backend()).admin();
+    let endpoints = WebhookEndpoints::new(&admin);
+    endpoints
+        .create("ordered", &format!("http://127.0.0.1:{port}/ordered"))
+        .await
+        .unwrap();
+    endpoints.set_ordered("ordered", true).await.unwrap();
+    let endpoint = endpoints.get("ordered").await.unwrap().unwrap();
+    assert!(endpoint.ordered);
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in 0..10 {
+        let event = Webhook::new(&endpoint, "ledger.entry", serde_json::json!({ "n": n }));
+        event.enqueue(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let sender = WebhookSender::new(&admin, client(Duration::from_secs(5)));
+    let outbox = Outbox::new(h.backend())
+        .shaping(Shaping::new())
+        .register_with::<Webhook, _>(
+            sender,
+            QueueOptions::new()
+                .concurrency(8)
+                .retry(RetrySchedule::fixed([Duration::from_millis(300)])),
+        );
+    outbox
+        .run_until(async {
+            let done = eventually(Duration::from_secs(30), || async {
+                r.ordered.lock().unwrap().len() == 10
+            })
+            .await;
+            assert!(done, "{:?}", r.ordered.lock().unwrap());
+        })
+        .await
+        .unwrap();
+    assert_eq!(*r.ordered.lock().unwrap(), (0..10).collect::<Vec<i64>>());
 }
