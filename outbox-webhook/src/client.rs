@@ -175,7 +175,7 @@ impl Default for WebhookClientBuilder {
             lookup_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(20),
-            max_idle_per_host: 8,
+            max_idle_per_host: 64,
             roots: Vec::new(),
             user_agent: concat!("outbox-webhook/", env!("CARGO_PKG_VERSION")).to_owned(),
         }
@@ -222,8 +222,9 @@ impl WebhookClientBuilder {
         self
     }
 
-    /// How many idle connections are kept per scheme, host, port and address (default 8;
-    /// 0 keeps none).
+    /// How many idle connections are kept per scheme, host, port and address (default 64,
+    /// above the sender's usual concurrency, so concurrent deliveries to one host reuse their
+    /// connections instead of opening new ones; 0 keeps none).
     pub fn max_idle_per_host(mut self, max: usize) -> Self {
         self.max_idle_per_host = max;
         self
