@@ -15,10 +15,7 @@ use outbox_core::{admin::Endpoints, store::Backend, Admin, Error, MessageId, Rep
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::{
-    message::group_of,
-    signature::{Algorithm, SigningKey},
-};
+use crate::signature::{Algorithm, SigningKey};
 
 /// The settings of an endpoint as stored (the endpoint table's JSON).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +113,11 @@ impl WebhookEndpoint {
             .filter_map(|s| SigningKey::parse(&s.key).ok())
             .collect()
     }
+}
+
+/// The group of the messages to endpoint `name` (paused while it is disabled).
+pub fn group_of(name: &str) -> String {
+    format!("webhook:{name}")
 }
 
 /// The URL's host, lowercased, with `:port` when not the scheme's default.

@@ -7,6 +7,9 @@
 /// The kind name of webhook endpoints in the outbox's endpoint table.
 pub const KIND: &str = "webhook";
 
+/// The type tag of webhook messages.
+pub const WEBHOOK_TYPE: &str = "outbox.webhook";
+
 pub mod classify;
 pub mod deliver;
 pub mod endpoint;
@@ -23,7 +26,7 @@ pub use classify::{classify, Verdict};
 pub use client::{Failure, Response, WebhookClient, WebhookClientBuilder};
 pub use deliver::{WebhookSender, DISABLE_AFTER};
 pub use endpoint::{EndpointSettings, NewSecret, StoredSecret, WebhookEndpoint, WebhookEndpoints};
-pub use message::{Webhook, WEBHOOK_TYPE};
+pub use message::Webhook;
 pub use signature::{SigningKey, VerifyingKey};
 pub use ssrf::{AddressPolicy, IpNet};
 pub use view::WebhookView;

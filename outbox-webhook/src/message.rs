@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::endpoint::WebhookEndpoint;
 
-/// The type tag of webhook messages.
-pub const WEBHOOK_TYPE: &str = "outbox.webhook";
+pub use crate::endpoint::group_of;
+use crate::WEBHOOK_TYPE;
 
 /// Longest event type, in bytes.
 pub const MAX_EVENT_TYPE_LEN: usize = 100;
@@ -84,11 +84,6 @@ impl Webhook {
     {
         Enqueue::enqueue_with(self, conn, options.group(self.group()))
     }
-}
-
-/// The group of the messages to endpoint `name` (paused while it is disabled).
-pub fn group_of(name: &str) -> String {
-    format!("webhook:{name}")
 }
 
 impl OutboxMessage for Webhook {
