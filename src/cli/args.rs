@@ -147,8 +147,9 @@ pub enum AdminCommand {
     /// suspensions) and the rules that react to their replies.
     #[command(subcommand)]
     Shaping(ShapingCommand),
-    /// Outgoing webhook endpoints: list them (URL, state, failing since, secrets), disable
-    /// or enable one, rotate its signing secret, retire its old secrets.
+    /// Outgoing webhook endpoints: list them (URL, state, failing since, secrets, order),
+    /// disable or enable one, rotate its signing secret, retire its old secrets, replay
+    /// delivered events, deliver in order.
     #[cfg(feature = "webhook")]
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
@@ -159,7 +160,7 @@ pub enum AdminCommand {
 #[derive(Debug, Clone, Subcommand)]
 pub enum WebhooksCommand {
     /// Every webhook endpoint: name, URL, enabled or disabled (since when, why), failing
-    /// since, number of signing secrets.
+    /// since, number of signing secrets, whether its events go in order.
     List,
     /// Stop deliveries to an endpoint: its messages, queued and new, wait (parked in its
     /// group `webhook:NAME`, not dead letters) until it is enabled.
@@ -174,6 +175,60 @@ pub enum WebhooksCommand {
     /// Remove every signing secret of an endpoint but the newest (after the receiver
     /// moved to it).
     RetireOldSecrets(WebhookNameArgs),
+    /// Send again the events delivered to an endpoint (all, or those delivered within
+    /// --since / --until): only those kept for the retention window (`Retention::keep_for`)
+    /// can be; they are queued again in place, with the same `webhook-id`.
+    Replay(WebhookReplayArgs),
+    /// Send one webhook event again by its message id: a delivered one kept for the
+    /// retention window is queued again, a dead letter is requeued.
+    ReplayMessage(WebhookReplayMessageArgs),
+    /// Deliver an endpoint's events one at a time, in enqueue order (`on`; a failing one
+    /// holds the next), or as fast as its host's limits allow (`off`). Applies to events
+    /// enqueued from then on.
+    Ordered(WebhookOrderedArgs),
+}
+
+/// `webhooks replay`.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Args)]
+pub struct WebhookReplayArgs {
+    /// The endpoint's name (`webhooks list` shows them).
+    pub name: String,
+    /// Only events delivered within this long ago (`2h`: in the last two hours).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub since: Option<Duration>,
+    /// Only events delivered longer ago than this (`30m`: not the last half hour's).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub until: Option<Duration>,
+}
+
+/// `webhooks replay-message`.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Args)]
+pub struct WebhookReplayMessageArgs {
+    /// The message id (the event's `webhook-id`; `dead list` shows those of dead letters).
+    pub id: String,
+}
+
+/// `webhooks ordered`.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Args)]
+pub struct WebhookOrderedArgs {
+    /// The endpoint's name (`webhooks list` shows them).
+    pub name: String,
+    /// Whether its events go in order.
+    #[arg(value_enum)]
+    pub setting: OnOff,
+}
+
+/// `webhooks ordered`'s setting.
+#[cfg(feature = "webhook")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// One event at a time, in enqueue order (a failing one holds the next).
+    On,
+    /// As fast as the host's limits allow.
+    Off,
 }
 
 /// `webhooks enable`, `rotate` and `retire-old-secrets`.

@@ -11,8 +11,8 @@
 //! list|show|requeue|purge`, `pause`, `resume`, `rate-limit`, `groups`, `group
 //! show|pause|resume|cancel`, `messages list|show|retry|cancel`, `suppressions
 //! list|add|remove|stopped`, `shaping …` and, with the `webhook` feature, `webhooks
-//! list|disable|enable|rotate|retire-old-secrets`. Output is a plain table,
-//! or JSON with `--json`; errors go to stderr and say what to do; bulk requeues, purges,
+//! list|disable|enable|rotate|retire-old-secrets|replay|replay-message|ordered`. Output
+//! is a plain table, or JSON with `--json`; errors go to stderr and say what to do; bulk requeues, purges,
 //! retries and cancels, and group cancels, ask for confirmation unless `--yes` (and refuse when standard input is not a terminal).
 
 mod args;
@@ -36,7 +36,10 @@ pub use args::{
     SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
 };
 #[cfg(feature = "webhook")]
-pub use args::{WebhookDisableArgs, WebhookNameArgs, WebhooksCommand};
+pub use args::{
+    OnOff, WebhookDisableArgs, WebhookNameArgs, WebhookOrderedArgs, WebhookReplayArgs,
+    WebhookReplayMessageArgs, WebhooksCommand,
+};
 /// The clap version the commands are built with (derive `Parser` / `Subcommand` with it).
 pub use clap;
 

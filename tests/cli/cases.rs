@@ -1853,7 +1853,14 @@ pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
         .clone();
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 3, "{list}");
-    for column in ["NAME", "URL", "STATE", "FAILING SINCE", "SECRETS"] {
+    for column in [
+        "NAME",
+        "URL",
+        "STATE",
+        "FAILING SINCE",
+        "SECRETS",
+        "ORDERED",
+    ] {
         assert!(lines[0].contains(column), "{list}");
     }
     let row = |lines: &[&str], name: &str| -> Vec<String> {
@@ -1875,6 +1882,7 @@ pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
         "failing since: {list}"
     );
     assert_eq!(ledger[4], "1", "{list}");
+    assert_eq!(ledger[5], "no", "{list}");
     assert_eq!(
         row(&lines, "orders"),
         [
@@ -1882,7 +1890,8 @@ pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
             "https://hooks.example.com/in",
             "enabled",
             "-",
-            "1"
+            "1",
+            "no"
         ],
         "{list}"
     );
@@ -1901,6 +1910,7 @@ pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
     );
     assert_eq!(json["endpoints"][1]["enabled"], true, "{json:#}");
     assert_eq!(json["endpoints"][1]["secrets"], 1, "{json:#}");
+    assert_eq!(json["endpoints"][1]["ordered"], false, "{json:#}");
     assert_eq!(
         json["endpoints"][1]["failing_since"],
         Value::Null,
@@ -2058,4 +2068,350 @@ pub async fn webhooks_list_disable_enable_and_rotate<H: Harness>() {
         list.contains("answered 410 \\u{1b}[31mgone\\u{7}"),
         "{list}"
     );
+}
+
+/// A webhook receiver on loopback, on plain threads (no HTTP library): `/refuse` answers
+/// 422, every other path 204; it records each request's path and `webhook-id`.
+#[cfg(feature = "webhook")]
+struct HookReceiver {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+#[cfg(feature = "webhook")]
+impl HookReceiver {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for conn in listener.incoming().map_while(Result::ok) {
+                let sink = std::sync::Arc::clone(&sink);
+                std::thread::spawn(move || {
+                    let _ = Self::answer(conn, &sink);
+                });
+            }
+        });
+        Self { port, seen }
+    }
+
+    /// Reads one request (head and body), records it, answers and closes.
+    fn answer(
+        conn: std::net::TcpStream,
+        seen: &std::sync::Mutex<Vec<(String, String)>>,
+    ) -> std::io::Result<()> {
+        use std::io::{BufRead, Read, Write};
+        conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut reader = std::io::BufReader::new(conn.try_clone()?);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+        let (mut length, mut id) = (0usize, String::new());
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                match name.trim().to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.trim().parse().unwrap_or(0),
+                    "webhook-id" => id = value.trim().to_owned(),
+                    _ => {}
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        seen.lock().unwrap().push((path.clone(), id));
+        let answer = if path == "/refuse" {
+            "HTTP/1.1 422 Unprocessable Entity\r\ncontent-length: 14\r\nconnection: close\r\n\r\nunknown fields"
+        } else {
+            "HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        };
+        (&conn).write_all(answer.as_bytes())?;
+        (&conn).flush()
+    }
+
+    /// The `webhook-id`s received on `path`, sorted (deliveries run side by side).
+    fn ids(&self, path: &str) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// `webhooks replay`, `replay-message` and `ordered`, with real deliveries to a loopback
+/// receiver by an outbox keeping delivered messages for an hour: two events delivered to
+/// `orders` are queued again by `replay` (in place: same ids, pending, sent again with
+/// the same `webhook-id`), not by a range they were not delivered in (which says only
+/// kept events can be replayed), and not twice while queued; `replay-message` queues one
+/// kept event again and requeues a dead letter (a 422), and says what an id is when it
+/// is neither; `ordered on|off` is stored and listed.
+#[cfg(feature = "webhook")]
+pub async fn webhooks_replay_and_order<H: Harness>() {
+    use outbox::{
+        webhook::{AddressPolicy, Webhook, WebhookClient, WebhookEndpoints, WebhookSender},
+        Retention,
+    };
+
+    let receiver = HookReceiver::start();
+    let h = H::new().await;
+    let url = h.url();
+    let admin = outbox::Admin::new(h.backend());
+    let endpoints = WebhookEndpoints::new(&admin);
+    let at = |path: &str| format!("http://127.0.0.1:{}{path}", receiver.port);
+    endpoints.create("orders", &at("/orders")).await.unwrap();
+    endpoints.create("refusing", &at("/refuse")).await.unwrap();
+    let orders = endpoints.get("orders").await.unwrap().unwrap();
+    let refusing = endpoints.get("refusing").await.unwrap().unwrap();
+    let mut tx = h.pool().begin().await.unwrap();
+    let mut ids = Vec::new();
+    for n in 1..=2 {
+        let event = Webhook::new(&orders, "invoice.paid", json!({ "invoice": n }));
+        ids.push(event.enqueue(&mut *tx).await.unwrap().id().to_string());
+    }
+    let dead_id = Webhook::new(&refusing, "invoice.paid", json!({ "invoice": 3 }))
+        .enqueue(&mut *tx)
+        .await
+        .unwrap()
+        .id()
+        .to_string();
+    tx.commit().await.unwrap();
+    let drain = || async {
+        let client = WebhookClient::builder()
+            .policy(
+                AddressPolicy::new()
+                    .allow("127.0.0.1/32".parse().unwrap())
+                    .allow_http(true),
+            )
+            .build()
+            .unwrap();
+        Outbox::new(h.backend())
+            .retention(Retention::keep_for(Duration::from_secs(3600)))
+            .register::<Webhook, _>(WebhookSender::new(&admin, client))
+            .drain()
+            .await
+            .unwrap()
+    };
+    let report = drain().await;
+    assert_eq!(
+        (report.counts.delivered, report.counts.given_up),
+        (2, 1),
+        "{report:?}"
+    );
+    assert_eq!(receiver.ids("/orders"), ids, "webhook-id is the message id");
+    assert_eq!(receiver.ids("/refuse"), [dead_id.as_str()]);
+    let queued = |group: &str| -> Vec<(String, String)> {
+        let listed = outbox(&url, &["messages", "list", "--group", group, "--json"])
+            .succeeded()
+            .json();
+        listed["messages"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a messages array: {listed:#}"))
+            .iter()
+            .map(|m| {
+                (
+                    m["id"].as_str().unwrap().to_owned(),
+                    m["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert!(
+        queued("webhook:orders").is_empty(),
+        "delivered, kept as done"
+    );
+
+    // A range they were not delivered in: nothing, and why.
+    let out = outbox(&url, &["webhooks", "replay", "orders", "--until", "1h"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        out.trim_end(),
+        "no event of webhook endpoint `orders` delivered more than 1h ago was queued again: \
+         only delivered events kept for the retention window can be replayed (the \
+         application keeps them with Retention::keep_for; by default a delivered event is \
+         deleted)"
+    );
+    let none = outbox(
+        &url,
+        &[
+            "webhooks", "replay", "orders", "--since", "2h", "--until", "1h", "--json",
+        ],
+    )
+    .succeeded()
+    .json();
+    assert_eq!(none["replayed"], 0, "{none:#}");
+    assert!(none["delivered_after"].is_string() && none["delivered_before"].is_string());
+    assert!(queued("webhook:orders").is_empty());
+
+    // The last two hours: both queued again, in place.
+    let out = outbox(&url, &["webhooks", "replay", "orders", "--since", "2h"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        out.starts_with(
+            "queued again 2 event(s) of webhook endpoint `orders` delivered in the last 2h: \
+             they go out with their webhook-id"
+        ) && out.contains("`outbox messages list --group webhook:orders`"),
+        "{out}"
+    );
+    let again: Vec<(String, String)> = ids
+        .iter()
+        .map(|id| (id.clone(), "pending".to_owned()))
+        .collect();
+    assert_eq!(queued("webhook:orders"), again, "the same ids, pending");
+    // Queued already: not replayed twice.
+    let twice = outbox(&url, &["webhooks", "replay", "orders", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(twice["replayed"], 0, "{twice:#}");
+    assert_eq!(twice["delivered_after"], Value::Null, "{twice:#}");
+    let report = drain().await;
+    assert_eq!(report.counts.delivered, 2, "{report:?}");
+    let mut sent_twice = ids.clone();
+    sent_twice.extend(ids.iter().cloned());
+    sent_twice.sort();
+    assert_eq!(
+        receiver.ids("/orders"),
+        sent_twice,
+        "sent again with the same webhook-id"
+    );
+    assert!(queued("webhook:orders").is_empty());
+
+    // One kept event by id; then it is queued, not replayable.
+    let out = outbox(&url, &["webhooks", "replay-message", &ids[1]])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        out.trim_end(),
+        format!(
+            "queued delivered webhook event {} (endpoint `orders`) again (it was kept for the \
+             retention window): it goes out with the same webhook-id",
+            ids[1]
+        )
+    );
+    assert_eq!(
+        queued("webhook:orders"),
+        [(ids[1].clone(), "pending".to_owned())]
+    );
+    outbox(&url, &["webhooks", "replay-message", &ids[1]]).failed_with(&format!(
+        "message {} is still queued (pending): it goes out on its own; `outbox messages \
+         retry {}` makes it due now",
+        ids[1], ids[1]
+    ));
+
+    // A dead letter by id: requeued.
+    assert_eq!(dead_count(&h).await, 1);
+    let r = outbox(&url, &["webhooks", "replay-message", &dead_id, "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(
+        r,
+        json!({ "id": dead_id, "replayed": true, "was": "dead_letter", "endpoint": "refusing" })
+    );
+    assert_eq!(dead_count(&h).await, 0);
+    assert_eq!(
+        queued("webhook:refusing"),
+        [(dead_id.clone(), "pending".to_owned())]
+    );
+    let report = drain().await;
+    assert_eq!(
+        (report.counts.delivered, report.counts.given_up),
+        (1, 1),
+        "{report:?}"
+    );
+    assert_eq!(receiver.ids("/refuse"), [dead_id.clone(), dead_id.clone()]);
+    let out = outbox(&url, &["webhooks", "replay-message", &dead_id])
+        .succeeded()
+        .stdout
+        .clone();
+    assert_eq!(
+        out.trim_end(),
+        format!(
+            "requeued dead letter {dead_id} (endpoint `refusing`): the webhook event goes out \
+             again, due now with its attempts reset"
+        )
+    );
+
+    // Neither, and the refusals.
+    outbox(&url, &["webhooks", "replay-message", "01NOSUCHMESSAGE"]).failed_with(
+        "found neither a delivered webhook event kept for the retention window nor a dead \
+         letter with id `01NOSUCHMESSAGE`: only events kept with Retention::keep_for can be \
+         replayed, and `outbox dead list --type outbox.webhook` shows the dead letters",
+    );
+    outbox(&url, &["webhooks", "replay", "nope"])
+        .failed_with("there is no webhook endpoint `nope`; `outbox webhooks list` lists them");
+    outbox(
+        &url,
+        &[
+            "webhooks", "replay", "orders", "--since", "1h", "--until", "2h",
+        ],
+    )
+    .failed_with("--since 1h does not reach further back than --until 2h");
+    let bad = outbox(&url, &["webhooks", "replay", "orders", "--since", "soon"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("write a duration such as 30d"),
+        "{bad:?}"
+    );
+
+    // Ordered on and off: stored, listed.
+    let out = outbox(&url, &["webhooks", "ordered", "orders", "on"])
+        .succeeded()
+        .stdout
+        .clone();
+    assert!(
+        out.starts_with(
+            "webhook endpoint `orders` is ordered: its events enqueued from now on are \
+             delivered one at a time, in enqueue order"
+        ),
+        "{out}"
+    );
+    assert!(endpoints.get("orders").await.unwrap().unwrap().ordered);
+    assert!(!endpoints.get("refusing").await.unwrap().unwrap().ordered);
+    let list = outbox(&url, &["webhooks", "list"])
+        .succeeded()
+        .stdout
+        .clone();
+    let ordered_column: Vec<(&str, &str)> = list
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[0], cells[cells.len() - 1])
+        })
+        .collect();
+    assert_eq!(
+        ordered_column,
+        [("orders", "yes"), ("refusing", "no")],
+        "{list}"
+    );
+    let json = outbox(&url, &["webhooks", "list", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(json["endpoints"][0]["ordered"], true, "{json:#}");
+    let off = outbox(&url, &["webhooks", "ordered", "orders", "off", "--json"])
+        .succeeded()
+        .json();
+    assert_eq!(
+        off,
+        json!({ "endpoint": "orders", "ordered": false, "was_ordered": true })
+    );
+    assert!(!endpoints.get("orders").await.unwrap().unwrap().ordered);
+    outbox(&url, &["webhooks", "ordered", "nope", "on"])
+        .failed_with("there is no webhook endpoint `nope`");
+    let bad = outbox(&url, &["webhooks", "ordered", "orders", "maybe"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
 }

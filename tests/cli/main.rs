@@ -79,6 +79,11 @@ macro_rules! cli_cases {
             async fn webhooks_list_disable_enable_and_rotate() {
                 cases::webhooks_list_disable_enable_and_rotate::<H>().await
             }
+            #[cfg(feature = "webhook")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn webhooks_replay_and_order() {
+                cases::webhooks_replay_and_order::<H>().await
+            }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_drain_exit_code_and_work() {
                 embedded::drain_exit_code_and_work::<H>().await
