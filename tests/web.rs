@@ -2278,6 +2278,7 @@ async fn webhook_endpoints_are_disabled_enabled_and_rotated_from_the_page() {
     assert_eq!(b.text(&cell(orders, 3)).await, "enabled");
     assert_eq!(b.text(&cell(orders, 4)).await, "-");
     assert_eq!(b.text(&cell(orders, 5)).await, "1");
+    assert_eq!(b.text(&cell(orders, 6)).await, "no");
     assert_eq!(
         b.text(&cell(ledger, 2)).await,
         "https://ledger.example:8443/hook"
@@ -2353,8 +2354,38 @@ async fn webhook_endpoints_are_disabled_enabled_and_rotated_from_the_page() {
         key
     );
 
+    // Ordered delivery on, from its toggle.
+    b.click(&format!(
+        "{orders} form[action$='/webhooks/ordered'] button"
+    ))
+    .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "orders is ordered: its events enqueued from now on are delivered one at a time, in \
+         enqueue order (a failing one holds the next)."
+    );
+    assert_eq!(b.text(&cell(orders, 6)).await, "yes");
+    assert_eq!(
+        b.text(&format!(
+            "{orders} form[action$='/webhooks/ordered'] button"
+        ))
+        .await,
+        "Stop ordering"
+    );
+    assert!(endpoints.get("orders").await.unwrap().unwrap().ordered);
+
+    // Replay: nothing of `orders` was delivered (and kept), the banner says so.
+    b.fill(&format!("{orders} input[name=since]"), "1h").await;
+    b.click(&format!("{orders} form[action$='/webhooks/replay'] button"))
+        .await;
+    assert_eq!(
+        b.text(".flash").await,
+        "No event of orders delivered in the last 1h was queued again: only delivered events \
+         kept for the retention window (Retention::keep_for) can be replayed."
+    );
+
     // Its queued messages.
-    b.click(&format!("{orders} td:nth-child(6) a")).await;
+    b.click(&format!("{orders} td:nth-child(7) a")).await;
     let here = b.client.current_url().await.unwrap();
     assert!(
         here.as_str().ends_with("/messages?group=webhook%3Aorders"),
@@ -2394,6 +2425,8 @@ async fn webhook_forms_check_csrf_escape_and_rotate_without_a_redirect() {
         "/webhooks/enable",
         "/webhooks/rotate",
         "/webhooks/retire",
+        "/webhooks/replay",
+        "/webhooks/ordered",
     ] {
         for csrf in [None, Some("AAAA")] {
             let mut pairs = vec![("back", "/webhooks"), ("name", "orders"), ("reason", "x")];
@@ -2408,6 +2441,7 @@ async fn webhook_forms_check_csrf_escape_and_rotate_without_a_redirect() {
     let orders = endpoints.get("orders").await.unwrap().unwrap();
     assert!(orders.is_enabled(), "nothing changed");
     assert_eq!(orders.secrets.len(), 1, "nothing changed");
+    assert!(!orders.ordered, "nothing changed");
 
     let page = http
         .get(format!("{url}/webhooks"))
@@ -2466,6 +2500,8 @@ async fn webhook_forms_check_csrf_escape_and_rotate_without_a_redirect() {
         "/webhooks/enable",
         "/webhooks/rotate",
         "/webhooks/retire",
+        "/webhooks/replay",
+        "/webhooks/ordered",
     ] {
         let r = post(
             action,
@@ -2589,5 +2625,310 @@ async fn a_webhook_dead_letter_shows_the_webhook() {
     assert!(
         groups.contains(&format!("<strong>HTTP 422 127.0.0.1:{port}</strong>")),
         "{groups}"
+    );
+}
+
+/// Replay and ordered delivery from the webhook endpoints' page, over HTTP, with a real
+/// delivery to a loopback receiver by an outbox keeping delivered messages for an hour:
+/// the page has both forms per endpoint; without the CSRF token they are refused (403)
+/// and nothing is queued again or changed; with it, *Replay* with `since` = `1h` queues
+/// the delivered event again in place (same id, pending; the banner says how many) and it
+/// arrives again with the same `webhook-id`; an empty `since` replays every kept event,
+/// none while it is queued (the banner says only kept events can be); a `since` that is
+/// not a time is refused; the ordered toggle turns ordered delivery on and off.
+#[tokio::test]
+async fn webhook_events_are_replayed_and_ordered_from_the_page() {
+    use outbox::{
+        webhook::{AddressPolicy, Webhook, WebhookClient, WebhookEndpoints, WebhookSender},
+        LiveState, Retention,
+    };
+
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&seen);
+    let receiver = axum::Router::new().route(
+        "/in",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let sink = Arc::clone(&sink);
+            async move {
+                let id = headers
+                    .get("webhook-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                sink.lock().unwrap().push(id);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let db = TestDb::new().await;
+    let admin = Admin::new(db.backend());
+    let endpoints = WebhookEndpoints::new(&admin);
+    endpoints
+        .create("orders", &format!("http://127.0.0.1:{port}/in"))
+        .await
+        .unwrap();
+    let endpoint = endpoints.get("orders").await.unwrap().unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    let id = Webhook::new(
+        &endpoint,
+        "invoice.paid",
+        serde_json::json!({ "invoice": 7 }),
+    )
+    .enqueue(&mut *tx)
+    .await
+    .unwrap()
+    .id()
+    .to_string();
+    tx.commit().await.unwrap();
+    let drain = || async {
+        let client = WebhookClient::builder()
+            .policy(
+                AddressPolicy::new()
+                    .allow("127.0.0.1/32".parse().unwrap())
+                    .allow_http(true),
+            )
+            .build()
+            .unwrap();
+        Outbox::new(db.backend())
+            .retention(Retention::keep_for(Duration::from_secs(3600)))
+            .register::<Webhook, _>(WebhookSender::new(&admin, client))
+            .drain()
+            .await
+            .unwrap()
+    };
+    assert_eq!(drain().await.counts.delivered, 1);
+    assert_eq!(*seen.lock().unwrap(), [id.as_str()]);
+    let queued = || async {
+        admin
+            .messages()
+            .list(&LiveFilter::all().in_group("webhook:orders"), None, 10)
+            .await
+            .unwrap()
+            .messages
+            .into_iter()
+            .map(|m| (m.id.to_string(), m.state))
+            .collect::<Vec<_>>()
+    };
+    assert!(queued().await.is_empty(), "delivered, kept as done");
+
+    let url = serve(WebAdmin::new(admin.clone())).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (cookie, token) = session(&http, &format!("{url}/webhooks")).await;
+    let page = http
+        .get(format!("{url}/webhooks"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for form in [
+        r#"<form method="post" action="/outbox/webhooks/replay" class="inline">"#,
+        r#"<input type="text" name="since" placeholder="since, e.g. 1h""#,
+        r#"<form method="post" action="/outbox/webhooks/ordered" class="inline">"#,
+        r#"<input type="hidden" name="ordered" value="on">"#,
+        "Deliver in order</button>",
+    ] {
+        assert!(page.contains(form), "{form}: {page}");
+    }
+    let post = |action: &str, pairs: &[(&str, &str)]| {
+        http.post(format!("{url}{action}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookie.clone())
+            .body(form_urlencoded_pairs(pairs))
+            .send()
+    };
+    /// The banner a redirect carries.
+    fn banner(r: &reqwest::Response) -> (String, String) {
+        let location = r.headers()["location"].to_str().unwrap();
+        let query = location.split_once('?').expect("a banner in the URL").1;
+        let (key, text) = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "msg" || k == "err")
+            .expect("msg or err");
+        (key.into_owned(), text.into_owned())
+    }
+
+    // Without the token (or with a wrong one): refused, nothing queued or changed.
+    for csrf in [None, Some("AAAA")] {
+        for (action, extra) in [
+            ("/webhooks/replay", ("since", "1h")),
+            ("/webhooks/ordered", ("ordered", "on")),
+        ] {
+            let mut pairs = vec![("back", "/webhooks"), ("name", "orders"), extra];
+            if let Some(t) = csrf {
+                pairs.push(("csrf", t));
+            }
+            let r = post(action, &pairs).await.unwrap();
+            assert_eq!(r.status(), 403, "{action} with {csrf:?}");
+            assert!(r.text().await.unwrap().contains("CSRF token"), "{action}");
+        }
+    }
+    assert!(queued().await.is_empty(), "nothing queued again");
+    assert!(!endpoints.get("orders").await.unwrap().unwrap().ordered);
+
+    // A `since` that is not a time.
+    let r = post(
+        "/webhooks/replay",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("since", "soon"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        banner(&r),
+        (
+            "err".into(),
+            "soon is not a time: write e.g. 30m, 1h, 2d (or nothing for every kept event).".into()
+        )
+    );
+    assert!(queued().await.is_empty());
+
+    // Delivered within the hour: queued again, in place.
+    let r = post(
+        "/webhooks/replay",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("since", "1h"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 303);
+    let (key, text) = banner(&r);
+    assert_eq!(
+        (key.as_str(), text.as_str()),
+        (
+            "msg",
+            "Queued again 1 event(s) of orders delivered in the last 1h: they go out with \
+             their webhook-id."
+        )
+    );
+    assert_eq!(queued().await, [(id.clone(), LiveState::Pending)]);
+    // The page the form leads to shows the banner.
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let shown = http
+        .get(format!("{}{location}", url.trim_end_matches("/outbox")))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        shown.contains("Queued again 1 event(s) of orders"),
+        "{shown}"
+    );
+
+    // Every kept event (empty `since`): none while it is queued.
+    let r = post(
+        "/webhooks/replay",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("since", ""),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        banner(&r).1,
+        "No delivered event of orders was queued again: only delivered events kept for the \
+         retention window (Retention::keep_for) can be replayed."
+    );
+    assert_eq!(drain().await.counts.delivered, 1);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [id.clone(), id.clone()],
+        "sent again with the same webhook-id"
+    );
+    // Delivered again, kept again: an empty `since` replays it.
+    let r = post(
+        "/webhooks/replay",
+        &[("csrf", &token), ("back", "/webhooks"), ("name", "orders")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        banner(&r).1,
+        "Queued again 1 delivered event(s) of orders: they go out with their webhook-id."
+    );
+    assert_eq!(queued().await, [(id.clone(), LiveState::Pending)]);
+
+    // The ordered toggle.
+    let r = post(
+        "/webhooks/ordered",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("ordered", "on"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(banner(&r).0, "msg");
+    assert!(endpoints.get("orders").await.unwrap().unwrap().ordered);
+    let page = http
+        .get(format!("{url}/webhooks"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"<input type="hidden" name="ordered" value="off">"#)
+            && page.contains("Stop ordering</button>"),
+        "{page}"
+    );
+    let r = post(
+        "/webhooks/ordered",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("ordered", "off"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        banner(&r).1,
+        "orders is not ordered: its events enqueued from now on go out as fast as its host's \
+         limits allow."
+    );
+    assert!(!endpoints.get("orders").await.unwrap().unwrap().ordered);
+    let r = post(
+        "/webhooks/ordered",
+        &[
+            ("csrf", &token),
+            ("back", "/webhooks"),
+            ("name", "orders"),
+            ("ordered", "maybe"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        banner(&r),
+        ("err".into(), "Ordered is on or off, not maybe.".into())
     );
 }

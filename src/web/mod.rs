@@ -56,9 +56,11 @@
 //!   the newest messages it stopped;
 //! * webhook endpoints (`/webhooks`, with feature `webhook`): every outgoing webhook
 //!   endpoint with its URL, state (disabled since when and why), failing since, number of
-//!   signing secrets and a link to its queued messages (group `webhook:<name>`), with
-//!   forms to disable it (with a reason), enable it, rotate its secret (the new verifying
-//!   key is shown once, on the page the form leads to) and retire its old secrets.
+//!   signing secrets, whether it is ordered and a link to its queued messages (group
+//!   `webhook:<name>`), with forms to disable it (with a reason), enable it, rotate its
+//!   secret (the new verifying key is shown once, on the page the form leads to), retire
+//!   its old secrets, replay its delivered events kept for the retention window (all, or
+//!   those delivered since a time ago) and turn ordered delivery on or off.
 //!
 //! Two public endpoints live beside the admin (not inside it; they need no login):
 //! [`UnsubscribeEndpoint`](crate::web::UnsubscribeEndpoint) for one-click unsubscribe links
@@ -361,7 +363,12 @@ impl<B: Backend> WebAdmin<B> {
             )
             .route("/webhooks/enable", post(webhook_pages::webhook_enable::<B>))
             .route("/webhooks/rotate", post(webhook_pages::webhook_rotate::<B>))
-            .route("/webhooks/retire", post(webhook_pages::webhook_retire::<B>));
+            .route("/webhooks/retire", post(webhook_pages::webhook_retire::<B>))
+            .route("/webhooks/replay", post(webhook_pages::webhook_replay::<B>))
+            .route(
+                "/webhooks/ordered",
+                post(webhook_pages::webhook_ordered::<B>),
+            );
         router
             .fallback(pages::not_found)
             .layer(middleware::from_fn_with_state(
