@@ -645,7 +645,7 @@ pub async fn an_ordered_endpoint_gets_its_events_in_order<H: Harness>() {
     let mut tx = h.pool().begin().await.unwrap();
     for n in 0..10 {
         let event = Webhook::new(&endpoint, "ledger.entry", serde_json::json!({ "n": n }));
-        event.enqueue(&mut *tx).await.unwrap();
+        let _queued = event.enqueue(&mut *tx).await.unwrap();
     }
     tx.commit().await.unwrap();
     let sender = WebhookSender::new(&admin, client(Duration::from_secs(5)));
