@@ -144,14 +144,18 @@ impl<B: Backend> WebhookSender<B> {
         };
         let endpoint = &ready.endpoint;
         if let Some((_, reason)) = &endpoint.disabled {
-            // Claimed before its group was paused (or enqueued outside it): the paused
-            // group holds it from the next claim on; one outside the group looks again
-            // later (and its group is paused again, should a resume have raced).
+            // Claimed before its group was paused, or enqueued outside it, or the endpoint
+            // was disabled without its group: the group is made to follow the endpoint as
+            // stored now (never from this cached reading), then the message waits — held by
+            // the paused group, or looking again later when it is outside it.
+            self.forget(name);
+            let still = self.inner.endpoints.park(name).await.unwrap_or(true);
             let in_group = group.as_deref() == Some(message.group().as_str());
-            if !in_group {
-                let _ = self.inner.endpoints.disable(name, reason).await;
-            }
-            let wait = if in_group { PARKED_WAIT } else { DISABLED_WAIT };
+            let wait = if in_group || !still {
+                PARKED_WAIT
+            } else {
+                DISABLED_WAIT
+            };
             return Err(HandlerError::snooze_because(
                 wait,
                 format!(
@@ -178,7 +182,9 @@ impl<B: Backend> WebhookSender<B> {
             .post(&endpoint.url, &headers, Bytes::from(body))
             .await;
         let elapsed = started.elapsed();
-        let url = endpoint.url.as_str();
+        // Its origin only: paths often carry a token (chat services' incoming webhooks).
+        let shown = crate::endpoint::shown_url(&endpoint.url);
+        let url = shown.as_str();
         let verdict = classify(url, &answer, SystemTime::now());
         let outcome = match &verdict {
             Verdict::Delivered => "delivered",

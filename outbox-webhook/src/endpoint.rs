@@ -120,6 +120,39 @@ pub fn group_of(name: &str) -> String {
     format!("webhook:{name}")
 }
 
+/// Longest webhook endpoint name, in bytes (its group, `webhook:` and the name, must fit a
+/// group name).
+pub const MAX_ENDPOINT_NAME_LEN: usize = 192;
+
+/// Checks a webhook endpoint's name: 1 to [`MAX_ENDPOINT_NAME_LEN`] bytes, no control
+/// characters.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_ENDPOINT_NAME_LEN {
+        return Err(format!(
+            "a webhook endpoint's name is 1 to {MAX_ENDPOINT_NAME_LEN} bytes, not {} (`{}`)",
+            name.len(),
+            name.chars().take(40).collect::<String>()
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "a webhook endpoint's name may not hold control characters: {name:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// How an endpoint's URL is shown in logs, attempt logs and dead letters: its scheme, host
+/// and port, and `/…` for a path or query (which often carry a token).
+pub fn shown_url(url: &Url) -> String {
+    let rest = if url.path() == "/" && url.query().is_none() {
+        ""
+    } else {
+        "/…"
+    };
+    format!("{}://{}{rest}", url.scheme(), host_key(url))
+}
+
 /// The URL's host, lowercased, with `:port` when not the scheme's default.
 pub(crate) fn host_key(url: &Url) -> String {
     let host = url.host_str().unwrap_or("").to_ascii_lowercase();
@@ -202,6 +235,7 @@ impl<B: Backend> WebhookEndpoints<B> {
         url: &str,
         key: SigningKey,
     ) -> Result<NewSecret, Error> {
+        check_name(name).map_err(Error::Config)?;
         check_url(url).map_err(Error::Config)?;
         let mut settings = match self.settings(name).await? {
             Some(s) => s,
@@ -289,8 +323,7 @@ impl<B: Backend> WebhookEndpoints<B> {
     pub async fn disable(&self, name: &str, reason: &str) -> Result<bool, Error> {
         let done = self.endpoints.disable(name, reason).await?.is_some();
         if done {
-            let why = format!("webhook endpoint `{name}` disabled: {reason}");
-            self.admin.groups().pause(&group_of(name), &why).await?;
+            self.park(name).await?;
         }
         Ok(done)
     }
@@ -300,9 +333,61 @@ impl<B: Backend> WebhookEndpoints<B> {
     pub async fn enable(&self, name: &str) -> Result<bool, Error> {
         let done = self.endpoints.enable(name).await?.is_some();
         if done {
-            self.admin.groups().resume(&group_of(name)).await?;
+            self.park(name).await?;
         }
         Ok(done)
+    }
+
+    /// Makes endpoint `name`'s group follow its state as stored now: paused while it is
+    /// disabled, resumed while it is enabled. Called after every change, so a disable and
+    /// an enable racing in two processes end with the group as the endpoint says; the
+    /// sender calls it too when it meets a disabled endpoint. Whether it is disabled.
+    pub async fn park(&self, name: &str) -> Result<bool, Error> {
+        let group = group_of(name);
+        let Some(e) = self.endpoints.get(name).await? else {
+            return Ok(false);
+        };
+        match e.disabled_reason.filter(|_| e.disabled_at.is_some()) {
+            Some(reason) => {
+                let why = format!("webhook endpoint `{name}` disabled: {reason}");
+                self.admin.groups().pause(&group, &why).await?;
+                // Enabled meanwhile (another process): the group follows the enable.
+                if self
+                    .endpoints
+                    .get(name)
+                    .await?
+                    .is_some_and(|e| e.is_enabled())
+                {
+                    self.admin.groups().resume(&group).await?;
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            None if e.disabled_at.is_some() => {
+                self.admin
+                    .groups()
+                    .pause(&group, "webhook endpoint disabled")
+                    .await?;
+                Ok(true)
+            }
+            None => {
+                self.admin.groups().resume(&group).await?;
+                // Disabled meanwhile: the group follows the disable.
+                if self
+                    .endpoints
+                    .get(name)
+                    .await?
+                    .is_some_and(|e| !e.is_enabled())
+                {
+                    self.admin
+                        .groups()
+                        .pause(&group, "webhook endpoint disabled")
+                        .await?;
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+        }
     }
 
     /// Records whether deliveries to `name` fail (its failure clock starts unless it runs)
@@ -420,6 +505,17 @@ mod tests {
         assert_eq!(key("https://Hooks.Example.com/in"), "hooks.example.com");
         assert_eq!(key("https://hooks.example.com:443/in"), "hooks.example.com");
         assert_eq!(key("http://127.0.0.1:8080/in"), "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn shown_urls_hide_the_path() {
+        let shown = |u: &str| shown_url(&Url::parse(u).unwrap());
+        assert_eq!(
+            shown("https://hooks.slack.example/services/T0/B0/secret"),
+            "https://hooks.slack.example/…"
+        );
+        assert_eq!(shown("http://127.0.0.1:8080/"), "http://127.0.0.1:8080");
+        assert_eq!(shown("https://a.example/?token=x"), "https://a.example/…");
     }
 
     #[test]

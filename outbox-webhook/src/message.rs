@@ -99,8 +99,7 @@ impl OutboxMessage for Webhook {
     }
 
     fn validate(&self) -> Result<(), InvalidMessage> {
-        if let Err(why) = outbox_core::endpoints::check_endpoint(crate::KIND, &self.endpoint, None)
-        {
+        if let Err(why) = crate::endpoint::check_name(&self.endpoint) {
             return Err(InvalidMessage::new("endpoint", why));
         }
         let t = &self.event_type;

@@ -223,6 +223,14 @@ fn select_insert<'q, M: OutboxMessage>(
                 .into(),
         ));
     }
+    if options.order_key.is_some() {
+        return Err(invalid(
+            "order_key",
+            "a select enqueue writes its rows without ordering keys (the query's rows carry \
+             none); enqueue ordered messages with `enqueue_many_with`"
+                .into(),
+        ));
+    }
     let max_attempts = options.max_attempts.unwrap_or(M::DEFAULTS.max_attempts);
     if !(1..=MAX_ATTEMPTS_LIMIT).contains(&max_attempts) {
         return Err(invalid(

@@ -72,15 +72,25 @@ const CHANNEL: &str = "outbox_messages";
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
     check_scheme(Engine::Postgres, url)?;
     super::check_tls_files(url)?;
-    let mut options: PgConnectOptions = quiet(
+    let options: PgConnectOptions = quiet(
         url.parse()
             .map_err(|e| connect_error(Engine::Postgres, url, e))?,
     );
-    if !url.contains("jit") {
-        options = options.options([("jit", "off")]);
-    }
     probe::<PgConnection>(Engine::Postgres, url, &options).await?;
+    // A `SET` once connected, not a startup option: connection poolers such as PgBouncer
+    // refuse unknown startup parameters by default.
+    let keeps_jit = url
+        .split_once('?')
+        .is_some_and(|(_, query)| query.contains("jit"));
     PgPoolOptions::new()
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if !keeps_jit {
+                    sqlx::Executor::execute(conn, "SET jit = off").await?;
+                }
+                Ok(())
+            })
+        })
         .max_connections(20)
         .min_connections(super::connect::WARM_CONNECTIONS)
         .acquire_timeout(Duration::from_secs(10))

@@ -364,8 +364,11 @@ impl Shaper {
         if failed.kind == HandlerErrorKind::DestinationDown {
             return Err(self.destination_down(site, id, &failed.reason).await);
         }
-        // Any other failure of the handler is an answer of the destination.
-        self.answered(site);
+        // Any other failure of the handler is an answer of the destination (a snooze is
+        // the handler's own decision, not an answer).
+        if !matches!(failed.kind, HandlerErrorKind::Snooze(_)) {
+            self.answered(site);
+        }
         if let HandlerErrorKind::SlowDown { one_per, during } = failed.kind {
             return Err(self
                 .slow_down(site, id, &failed.reason, one_per, during)
