@@ -80,7 +80,10 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// delivered, or — given up — until its dead letter is requeued or purged. Keys do not
     /// hold each other. [`EnqueueOptions::order_key`](crate::EnqueueOptions::order_key)
     /// sets one for an enqueue call. 1 to 255 bytes, no control characters. The default is
-    /// `None` (no order).
+    /// `None` (no order). Enqueue order is the order of the messages' ids: the order in
+    /// which they were made, which is the commit order when the transactions that enqueue
+    /// one key's messages follow each other (as they do when they update the aggregate's
+    /// row); a replayed message keeps its place.
     fn order_key(&self) -> Option<String> {
         None
     }
