@@ -1,0 +1,1 @@
+//! NATS JetStream relay (being written).

@@ -1,0 +1,1 @@
+//! RabbitMQ relay (being written).
