@@ -23,6 +23,7 @@ mod error;
 ))]
 mod foreign_error;
 pub mod handler;
+pub mod inbox;
 pub mod kind;
 mod layers;
 mod message;

@@ -97,6 +97,7 @@ pub struct Outbox<B, S = ()> {
     summary_every: Option<Duration>,
     fail_unregistered: bool,
     retention: Retention,
+    inbox_keep: Duration,
     /// The due probe's pause after work, and its longest pause when idle.
     idle_poll: (Duration, Duration),
     clock: Arc<dyn Clock>,
@@ -126,6 +127,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             summary_every: Some(DEFAULT_SUMMARY_EVERY),
             fail_unregistered: false,
             retention: Retention::default(),
+            inbox_keep: crate::inbox::DEFAULT_KEEP,
             idle_poll: (Duration::from_millis(50), Duration::from_secs(1)),
             clock: Arc::new(SystemClock),
             counters: Arc::new(Counters::default()),
@@ -184,6 +186,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
     /// [`Retention::keep_for`].
     pub fn retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// How long consumers' processed ids ([`crate::inbox`]) are kept before this outbox's
+    /// pruner deletes them (default 7 days, [`crate::inbox::DEFAULT_KEEP`]). A message a
+    /// broker redelivers after its id is gone runs again: keep them longer than the longest
+    /// redelivery.
+    pub fn inbox_keep_for(mut self, window: Duration) -> Self {
+        self.inbox_keep = window;
         self
     }
 

@@ -14,6 +14,7 @@ mod fan_out;
 mod faults;
 mod groups;
 mod harness;
+mod inbox;
 #[cfg(feature = "postgres")]
 mod isolation;
 mod layers;
@@ -37,7 +38,7 @@ macro_rules! conformance {
         #[cfg(feature = $feature)]
         mod $backend {
             use super::{
-                cases, cron, failed_enqueue, fan_out, groups, harness, many_types, ordering, outage,
+                cases, cron, failed_enqueue, fan_out, groups, harness, inbox, many_types, ordering, outage,
                 processes, providers, shaping, testing, unknown_users, webhooks,
             };
             type H = $harness;
@@ -265,6 +266,18 @@ macro_rules! conformance {
             async fn two_processes_keep_each_keys_order_and_a_poisoned_key_holds_only_itself() {
                 ordering::two_processes_keep_each_keys_order_and_a_poisoned_key_holds_only_itself::<H>()
                     .await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_processed_id_commits_with_the_handlers_rows() {
+                inbox::a_processed_id_commits_with_the_handlers_rows::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn two_transactions_racing_on_one_id_record_it_once() {
+                inbox::two_transactions_racing_on_one_id_record_it_once::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn old_processed_ids_are_counted_and_pruned() {
+                inbox::old_processed_ids_are_counted_and_pruned::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {

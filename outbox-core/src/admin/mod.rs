@@ -5,6 +5,7 @@
 mod dead_letters;
 mod endpoints;
 mod groups;
+mod inbox;
 mod messages;
 mod shaping;
 mod suppressions;
@@ -23,6 +24,7 @@ pub use crate::store::{
 pub use dead_letters::DeadLetters;
 pub use endpoints::Endpoints;
 pub use groups::Groups;
+pub use inbox::Inbox;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
@@ -141,6 +143,11 @@ impl<B: Backend> Admin<B> {
     /// enable, and their failure clock.
     pub fn endpoints(&self, kind: &str) -> Endpoints<B> {
         Endpoints::new(self.backend.clone(), Arc::clone(&self.clock), kind)
+    }
+
+    /// The consumers' inbox ([`crate::inbox`]): what it holds, and pruning it.
+    pub fn inbox(&self) -> Inbox<B> {
+        Inbox::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// The suppression list: list, add, remove, and the messages it stopped.

@@ -259,6 +259,17 @@ pub trait InsertMessages: Send {
         &'a mut self,
         type_tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>>;
+
+    /// Records in the inbox that `consumer` processed message `id` at `at_ms` (unix ms):
+    /// true when the row is new, false when the pair was recorded before (a concurrent
+    /// record of the pair waits for the other transaction). What
+    /// [`crate::inbox::first_delivery`] runs; lengths are checked there.
+    fn record_processed<'a>(
+        &'a mut self,
+        consumer: &'a str,
+        id: &'a str,
+        at_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, sqlx::Error>>;
 }
 
 /// One unfinished message as written ([`InsertMessages::queued_rows`]).
@@ -309,6 +320,15 @@ where
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
         (**self).queued_rows(type_tag)
     }
+
+    fn record_processed<'a>(
+        &'a mut self,
+        consumer: &'a str,
+        id: &'a str,
+        at_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, sqlx::Error>> {
+        (**self).record_processed(consumer, id, at_ms)
+    }
 }
 
 impl<DB> InsertMessages for sqlx::pool::PoolConnection<DB>
@@ -335,6 +355,15 @@ where
         type_tag: &'a str,
     ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
         (**self).queued_rows(type_tag)
+    }
+
+    fn record_processed<'a>(
+        &'a mut self,
+        consumer: &'a str,
+        id: &'a str,
+        at_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, sqlx::Error>> {
+        (**self).record_processed(consumer, id, at_ms)
     }
 }
 

@@ -1,5 +1,5 @@
-//! The pruners: delete done rows older than the retention window, suppressed rows and
-//! message events older than theirs, in bounded batches.
+//! The pruners: delete done rows older than the retention window, suppressed rows, message
+//! events and consumers' processed ids older than theirs, in bounded batches.
 
 use std::{sync::Arc, time::Duration};
 
@@ -34,6 +34,8 @@ pub(super) enum Rows {
     Suppressed,
     /// Receipts and events of messages ([`crate::message_events`]).
     Events,
+    /// Consumers' processed ids ([`crate::inbox`]).
+    Processed,
 }
 
 /// Prunes `rows` older than `window` until stopped (the first time after the workers'
@@ -55,6 +57,7 @@ pub(super) fn prune<B: Backend>(
                 Rows::Done => backend.prune_done(window, now, PRUNE_BATCH).await,
                 Rows::Suppressed => backend.prune_suppressed(window, now, PRUNE_BATCH).await,
                 Rows::Events => backend.prune_events(window, now, PRUNE_BATCH).await,
+                Rows::Processed => backend.prune_processed(window, now, PRUNE_BATCH).await,
             };
             let pause = match pruned {
                 // A full batch: more may be waiting; go on after a breath.

@@ -93,6 +93,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             history.start(stopped.clone()),
             prune(retention::Rows::Suppressed, suppressed_for),
             prune(retention::Rows::Events, events_for),
+            prune(retention::Rows::Processed, self.inbox_keep),
         ];
         if let Retention::KeepFor(window) = self.retention {
             tasks.push(prune(retention::Rows::Done, window));

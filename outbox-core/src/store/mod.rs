@@ -755,6 +755,35 @@ pub trait EndpointStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, Error>>;
 }
 
+/// The inbox of consumers ([`crate::inbox`]): the ids of messages they processed, written
+/// in their own transactions; here, what is read and pruned apart from those.
+pub trait InboxStore: Send + Sync + 'static {
+    /// Deletes up to `limit` inbox rows processed more than `window` before `now`.
+    fn prune_processed(
+        &self,
+        window: Duration,
+        now: Now,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<u64, Error>>;
+
+    /// Per consumer, by name: how many processed ids the inbox holds, the oldest and the
+    /// newest.
+    fn processed_counts(&self) -> BoxFuture<'_, Result<Vec<ProcessedCount>, Error>>;
+}
+
+/// What the inbox holds for one consumer ([`InboxStore::processed_counts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessedCount {
+    /// The consumer's name.
+    pub consumer: String,
+    /// Processed ids kept.
+    pub ids: u64,
+    /// When the oldest kept one was processed.
+    pub oldest: SystemTime,
+    /// When the newest was processed.
+    pub newest: SystemTime,
+}
+
 /// A database the outbox runs on: every store of the port, its schema and its wake-ups.
 pub trait Backend:
     QueueStore
@@ -769,6 +798,7 @@ pub trait Backend:
     + ShapingStore
     + EventStore
     + EndpointStore
+    + InboxStore
     + Clone
     + Send
     + Sync

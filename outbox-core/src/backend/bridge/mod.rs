@@ -95,6 +95,8 @@ struct Queries {
     find_by_keys: &'static str,
     queued: &'static str,
     select_written: &'static str,
+    /// Records a processed id (the inbox).
+    inbox_record: &'static str,
     /// Run after an insert that lost the caller's transaction.
     lost: Lost,
 }
@@ -123,6 +125,7 @@ fn queries(dialect: Dialect) -> &'static Queries {
             written: include_str!("../postgres/queries/bridge/bridge_written.sql"),
             find_by_keys: include_str!("../postgres/queries/bridge/bridge_find_by_keys.sql"),
             queued: include_str!("../postgres/queries/bridge/bridge_queued.sql"),
+            inbox_record: include_str!("../postgres/queries/inbox/inbox_record.sql"),
             select_written: include_str!("../postgres/queries/bridge/bridge_select_written.sql"),
             lost: Lost::Refused,
         },
@@ -133,6 +136,7 @@ fn queries(dialect: Dialect) -> &'static Queries {
             written: include_str!("../mysql/queries/bridge/bridge_written.sql"),
             find_by_keys: include_str!("../mysql/queries/bridge/bridge_find_by_keys.sql"),
             queued: include_str!("../mysql/queries/bridge/bridge_queued.sql"),
+            inbox_record: include_str!("../mysql/queries/inbox/inbox_record.sql"),
             select_written: include_str!("../mysql/queries/bridge/bridge_select_written.sql"),
             lost: Lost::End(include_str!(
                 "../mysql/queries/enqueue/end_lost_transaction.sql"
@@ -145,6 +149,7 @@ fn queries(dialect: Dialect) -> &'static Queries {
             written: include_str!("../sqlite/queries/bridge/bridge_written.sql"),
             find_by_keys: include_str!("../sqlite/queries/bridge/bridge_find_by_keys.sql"),
             queued: include_str!("../sqlite/queries/bridge/bridge_queued.sql"),
+            inbox_record: include_str!("../sqlite/queries/inbox/inbox_record.sql"),
             select_written: include_str!("../sqlite/queries/bridge/bridge_select_written.sql"),
             lost: Lost::Mark(
                 include_str!("../sqlite/queries/enqueue/mark_lost_transaction.sql"),
@@ -257,6 +262,19 @@ pub(crate) async fn insert_select<C: RawSql + ?Sized>(
 
 /// [`InsertMessages::queued_rows`](crate::enqueue::InsertMessages::queued_rows) through
 /// `conn`.
+/// Records a processed id in the inbox through a bridged connection (see
+/// [`InsertMessages::record_processed`](crate::enqueue::InsertMessages::record_processed)).
+pub(crate) async fn record_processed<C: RawSql + ?Sized>(
+    conn: &mut C,
+    consumer: &str,
+    id: &str,
+    at_ms: i64,
+) -> Result<bool, sqlx::Error> {
+    let q = queries(conn.dialect());
+    let args = [Arg::Text(consumer), Arg::Text(id), Arg::Int(at_ms)];
+    Ok(conn.execute(q.inbox_record, &args).await? > 0)
+}
+
 pub(crate) async fn queued_rows<C: RawSql + ?Sized>(
     conn: &mut C,
     type_tag: &str,
@@ -420,6 +438,15 @@ macro_rules! insert_messages_via_raw_sql {
                 Result<Vec<$crate::enqueue::QueuedRow>, sqlx::Error>,
             > {
                 Box::pin($crate::backend::bridge::queued_rows(self, type_tag))
+            }
+
+            fn record_processed<'a>(
+                &'a mut self,
+                consumer: &'a str,
+                id: &'a str,
+                at_ms: i64,
+            ) -> futures::future::BoxFuture<'a, Result<bool, sqlx::Error>> {
+                Box::pin($crate::backend::bridge::record_processed(self, consumer, id, at_ms))
             }
         }
     )*};

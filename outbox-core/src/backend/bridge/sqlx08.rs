@@ -146,6 +146,15 @@ macro_rules! through_connection {
             ) -> BoxFuture<'a, Result<Vec<QueuedRow>, sqlx::Error>> {
                 Box::pin(super::queued_rows(&mut **self, type_tag))
             }
+
+            fn record_processed<'a>(
+                &'a mut self,
+                consumer: &'a str,
+                id: &'a str,
+                at_ms: i64,
+            ) -> BoxFuture<'a, Result<bool, sqlx::Error>> {
+                Box::pin(super::record_processed(&mut **self, consumer, id, at_ms))
+            }
         }
     };
 }

@@ -111,6 +111,23 @@ impl InsertMessages for PgConnection {
             rows.iter().map(queued_row).collect()
         })
     }
+
+    fn record_processed<'a>(
+        &'a mut self,
+        consumer: &'a str,
+        id: &'a str,
+        at_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, sqlx::Error>> {
+        Box::pin(async move {
+            let done = sqlx::query(include_str!("queries/inbox/inbox_record.sql"))
+                .bind(consumer)
+                .bind(id)
+                .bind(at_ms)
+                .execute(&mut *self)
+                .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
 }
 
 impl FindByKeys for PgConnection {

@@ -23,6 +23,7 @@ mod endpoints;
 pub(crate) mod enqueue;
 mod events;
 mod groups;
+mod inbox;
 mod live;
 mod pauses;
 mod queries;

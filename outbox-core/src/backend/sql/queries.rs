@@ -238,4 +238,8 @@ pub struct Queries {
     pub endpoint_remove: &'static str,
     /// Sends kept done messages again.
     pub replay_done: &'static str,
+    /// Deletes old inbox rows.
+    pub inbox_prune: &'static str,
+    /// Inbox rows per consumer.
+    pub inbox_counts: &'static str,
 }

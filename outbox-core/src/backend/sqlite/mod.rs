@@ -229,6 +229,8 @@ static QUERIES: Queries = Queries {
     events_message_of: include_str!("queries/events/events_message_of.sql"),
     events_of_message: include_str!("queries/events/events_of_message.sql"),
     events_prune: include_str!("queries/events/events_prune.sql"),
+    inbox_prune: include_str!("queries/inbox/inbox_prune.sql"),
+    inbox_counts: include_str!("queries/inbox/inbox_counts.sql"),
     endpoint_put: include_str!("queries/endpoints/endpoint_put.sql"),
     endpoint_get: include_str!("queries/endpoints/endpoint_get.sql"),
     endpoints_list: include_str!("queries/endpoints/endpoints_list.sql"),

@@ -1,0 +1,4 @@
+-- Records that consumer ?1 processed message ?2 at ?3 (unix ms), in the caller's
+-- transaction; a second record of the pair changes nothing (0 rows).
+INSERT INTO outbox_inbox (consumer, message_id, processed_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (consumer, message_id) DO NOTHING
