@@ -10,6 +10,7 @@
 pub const EVENT_TYPE: &str = "outbox.publish";
 
 pub mod event;
+pub mod inbox;
 
 #[cfg(feature = "nats")]
 pub mod nats;
@@ -17,3 +18,4 @@ pub mod nats;
 pub mod rabbitmq;
 
 pub use event::{Event, Payload, MAX_HEADERS, MAX_SUBJECT_LEN};
+pub use inbox::{Handled, Inbox, InboxError, Received};
