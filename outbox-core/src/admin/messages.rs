@@ -9,11 +9,14 @@ use crate::{
     enqueue::MessageId,
     error::Error,
     message_events::{MessageEvent, NewMessageEvent},
-    store::{Backend, ReplayFilter},
+    store::{Backend, HeldKey, ReplayFilter},
 };
 
 /// The most events of one message [`LiveMessages::events`] returns.
 pub const MAX_MESSAGE_EVENTS: u32 = 200;
+
+/// The most keys [`LiveMessages::held_keys`] returns.
+pub const MAX_HELD_KEYS: u32 = 1_000;
 
 /// How many messages one transaction of a retry-now or a cancel changes at most.
 pub const LIVE_BATCH: u32 = 1_000;
@@ -136,6 +139,15 @@ impl<B: Backend> LiveMessages<B> {
     ) -> Result<Option<MessageId>, Error> {
         let id = self.backend.message_of(provider, external_id).await?;
         Ok(id.map(MessageId::from_string))
+    }
+
+    /// The order keys of `type_tag` whose later messages wait behind a dead letter (until
+    /// it is requeued or purged) or a failing message (until its retry succeeds), by key,
+    /// at most [`MAX_HELD_KEYS`]; each with the message that holds it, its last error and
+    /// how many wait. To skip a dead one, purge it from the dead letters; to give up on a
+    /// failing one, cancel it.
+    pub async fn held_keys(&self, type_tag: &str) -> Result<Vec<HeldKey>, Error> {
+        self.backend.held_keys(type_tag, MAX_HELD_KEYS).await
     }
 
     /// Sends the matching delivered messages again, in place (same id and payload, due

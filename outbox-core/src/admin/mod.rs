@@ -16,16 +16,17 @@ use std::{
 };
 
 pub use crate::store::{
-    BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, LiveFilter,
-    LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression, PausedType,
-    ReplayFilter, Requeued, SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason,
-    SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, WorkersSeen, MAX_TOKEN_BATCH,
+    BreakerState, DeadLetter, DeadLetterFilter, FailedAttempt, GroupProgress, HeldBy, HeldKey,
+    LiveFilter, LiveMessage, LiveMessageDetail, LiveState, MinuteOutcomes, NewSuppression,
+    PausedType, ReplayFilter, Requeued, SuppressedMessage, Suppression, SuppressionFilter,
+    SuppressionReason, SuppressionScope, TokenUse, TypeCounts, TypeOutcomes, WorkersSeen,
+    MAX_TOKEN_BATCH,
 };
 pub use dead_letters::DeadLetters;
 pub use endpoints::Endpoints;
 pub use groups::Groups;
 pub use inbox::Inbox;
-pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_MESSAGE_EVENTS};
+pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_HELD_KEYS, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
 

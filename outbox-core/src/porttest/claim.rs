@@ -290,6 +290,16 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         claim(h, t, "w2", 10, at(20)).await.is_empty(),
         "a retrying message holds its key"
     );
+    use crate::store::{HeldBy, LiveMessageStore};
+    let held = b.held_keys(t, 100).await.unwrap();
+    assert_eq!(held.len(), 1, "only `a` is held: {held:?}");
+    assert_eq!(
+        (held[0].key.as_str(), held[0].message_id.as_str()),
+        ("a", made[0].as_str())
+    );
+    assert_eq!(held[0].held_by, HeldBy::Retrying);
+    assert_eq!((held[0].last_error.as_str(), held[0].waiting), ("503", 2));
+    assert!(b.held_keys(other, 100).await.unwrap().is_empty());
 
     // Retried and given up: its dead letter holds `a` too.
     let again = claim(h, t, "w3", 10, at(60_000)).await;
@@ -304,6 +314,12 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         claim(h, t, "w2", 10, at(60_020)).await.is_empty(),
         "a dead letter holds its key"
     );
+    let held = b.held_keys(t, 100).await.unwrap();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        (held[0].held_by, held[0].message_id.as_str(), held[0].waiting),
+        (HeldBy::Dead, made[0].as_str(), 2)
+    );
     // Skipped by purging it: the second of `a` goes, and only it.
     let purged = b
         .purge_dead(&DeadLetterFilter {
@@ -313,6 +329,7 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         .await
         .unwrap();
     assert_eq!(purged, 1);
+    assert!(b.held_keys(t, 100).await.unwrap().is_empty());
     let second = claim(h, t, "w2", 10, at(60_030)).await;
     assert_eq!(ids(&second), vec![made[1].clone()]);
     b.settle("w2", &[settlement(&second[0], done)], Now::At(at(60_040)))

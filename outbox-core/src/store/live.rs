@@ -307,3 +307,38 @@ mod tests {
         ));
     }
 }
+
+/// Why an order key holds its later messages ([`HeldKey`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldBy {
+    /// A dead letter with the key: the later messages wait until it is requeued or purged.
+    Dead,
+    /// The key's first unfinished message failed and waits for its retry.
+    Retrying,
+}
+
+impl HeldBy {
+    /// `dead` or `retrying`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeldBy::Dead => "dead",
+            HeldBy::Retrying => "retrying",
+        }
+    }
+}
+
+/// An order key whose later messages wait behind a failing or dead message
+/// ([`LiveMessageStore::held_keys`](crate::store::LiveMessageStore::held_keys)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldKey {
+    /// The order key.
+    pub key: String,
+    /// The message that holds it (a dead letter's id, or the failing message's).
+    pub message_id: String,
+    /// Dead or retrying.
+    pub held_by: HeldBy,
+    /// That message's last error.
+    pub last_error: String,
+    /// How many of the key's messages wait behind it.
+    pub waiting: u64,
+}

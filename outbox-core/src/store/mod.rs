@@ -50,7 +50,9 @@ pub use bucket::{BucketState, RateLimit};
 pub use counts::{MinuteOutcomes, TypeCounts, TypeOutcomes, WorkersSeen};
 pub use dead_letters::{DeadLetter, DeadLetterFilter, FailedAttempt, Requeued};
 pub use groups::{GroupHook, GroupProgress, RateWindow, MAX_IDLE_AFTER, RATE_WINDOW};
-pub use live::{LiveFilter, LiveMessage, LiveMessageDetail, LiveState, ReplayFilter};
+pub use live::{
+    HeldBy, HeldKey, LiveFilter, LiveMessage, LiveMessageDetail, LiveState, ReplayFilter,
+};
 pub use queue::{
     ClaimRequest, Claimed, Fenced, Held, Retention, Settle, Settled, Settlement, WorkerBeat,
 };
@@ -355,6 +357,13 @@ pub trait LiveMessageStore: Send + Sync + 'static {
         filter: &'a ReplayFilter,
         now: Now,
     ) -> BoxFuture<'a, Result<u64, Error>>;
+    /// Up to `limit` order keys of `type_tag` that hold later messages behind a dead letter
+    /// or a failing message, by key.
+    fn held_keys<'a>(
+        &'a self,
+        type_tag: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<HeldKey>, Error>>;
 }
 
 /// Groups (campaigns): messages enqueued with a group name, paused, counted and cancelled

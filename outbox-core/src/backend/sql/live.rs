@@ -1,6 +1,7 @@
 //! The live messages of the shared SQL store (queued and running): keyset pages, counts,
 //! retry now and cancel, in batches.
 
+use crate::store::{HeldBy, HeldKey};
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
@@ -189,6 +190,34 @@ impl<D: Dialect> LiveMessageStore for D {
             ];
             let changed = write(self, &[(self.queries().replay_done, &args)]).await?;
             Ok(changed[0])
+        })
+    }
+
+    fn held_keys<'a>(
+        &'a self,
+        type_tag: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<HeldKey>, Error>> {
+        Box::pin(async move {
+            let t = Arg::Text(type_tag);
+            let args = [t, t, t, t, t, Arg::Int(i64::from(limit))];
+            let rows = self
+                .fetch(None, self.queries().live_held_keys, &args)
+                .await?;
+            let held = |r: &D::Row| -> Result<HeldKey, sqlx::Error> {
+                Ok(HeldKey {
+                    key: r.text(0)?,
+                    message_id: r.text(1)?,
+                    held_by: if r.text(2)? == "dead" {
+                        HeldBy::Dead
+                    } else {
+                        HeldBy::Retrying
+                    },
+                    last_error: r.text(3)?,
+                    waiting: u64::try_from(r.int(4)?).unwrap_or(0),
+                })
+            };
+            Ok(rows.iter().map(held).collect::<Result<_, _>>()?)
         })
     }
 }

@@ -74,6 +74,8 @@ pub struct Queries {
     pub live_list: &'static str,
     /// How many live messages match.
     pub live_count: &'static str,
+    /// Order keys held by a dead or failing message.
+    pub live_held_keys: &'static str,
     /// A keyset page of live messages to one recipient (through its index).
     pub live_list_by_recipient: &'static str,
     /// How many live messages to one recipient match (through its index).

@@ -158,6 +158,7 @@ static QUERIES: Queries = Queries {
     live_list: include_str!("queries/live/live_list.sql"),
     live_list_by_recipient: include_str!("queries/live/live_list_by_recipient.sql"),
     live_count: include_str!("queries/live/live_count.sql"),
+    live_held_keys: include_str!("queries/live/live_held_keys.sql"),
     live_count_by_recipient: include_str!("queries/live/live_count_by_recipient.sql"),
     live_retry_now: include_str!("queries/live/live_retry_now.sql"),
     live_cancel_select: include_str!("queries/live/live_cancel_select.sql"),

@@ -1,0 +1,26 @@
+-- Order keys of a type that hold later messages, by key: a dead letter with the key (until
+-- it is requeued or purged), or the key's first unfinished message when it has failed before
+-- (attempts > 0 with an error) and waits for its retry. Each with that message's id, 'dead'
+-- or 'retrying', its last error, and how many of the key's messages queue behind it.
+-- Parameters: the type tag five times ($1 to $5), then the limit ($6).
+SELECT h.order_key, h.id, h.state, h.last_error,
+       (SELECT COUNT(*) FROM outbox_messages AS w
+        WHERE w.type_tag = $1 AND w.order_key = h.order_key AND w.status = 'queued'
+          AND w.id <> h.id) AS waiting
+FROM (
+    SELECT d.order_key, d.id, 'dead' AS state, d.last_error
+    FROM outbox_dead_letters AS d
+    WHERE d.type_tag = $2 AND d.order_key IS NOT NULL
+    UNION ALL
+    SELECT m.order_key, m.id, 'retrying' AS state, COALESCE(m.last_error, '')
+    FROM outbox_messages AS m
+    WHERE m.type_tag = $3 AND m.order_key IS NOT NULL AND m.status IN ('queued', 'running')
+      AND m.attempts > 0 AND m.last_error IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM outbox_messages AS e
+                      WHERE e.type_tag = $4 AND e.order_key = m.order_key AND e.id < m.id
+                        AND e.status IN ('queued', 'running'))
+      AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters AS x
+                      WHERE x.type_tag = $5 AND x.order_key = m.order_key)
+) AS h
+ORDER BY h.order_key, h.id
+LIMIT $6
