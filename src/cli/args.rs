@@ -434,6 +434,17 @@ pub enum MessagesCommand {
     /// Delete queued messages; running ones finish (one by id, or every match of the
     /// filters after confirmation).
     Cancel(MessagesActionArgs),
+    /// The order keys of a type whose later messages wait behind a dead letter or a
+    /// failing message, with that message, its error and how many wait.
+    Held(MessagesHeldArgs),
+}
+
+/// `messages held`.
+#[derive(Debug, Clone, Args)]
+pub struct MessagesHeldArgs {
+    /// The message type (e.g. `outbox.publish`).
+    #[arg(value_name = "TYPE")]
+    pub type_tag: String,
 }
 
 /// The filters of `messages list|retry|cancel`; every one given must match.

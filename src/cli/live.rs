@@ -249,7 +249,56 @@ impl<B: Backend> Ctx<B> {
             MessagesCommand::Show(args) => self.message_show(&args.id).await,
             MessagesCommand::Retry(args) => self.messages_retry(args).await,
             MessagesCommand::Cancel(args) => self.messages_cancel(args).await,
+            MessagesCommand::Held(args) => self.messages_held(&args.type_tag).await,
         }
+    }
+
+    /// `messages held TYPE`.
+    async fn messages_held(&self, type_tag: &str) -> Result<()> {
+        self.known_type(type_tag).await?;
+        let held = self.admin.messages().held_keys(type_tag).await?;
+        if self.json {
+            let items: Vec<Value> = held
+                .iter()
+                .map(|h| {
+                    json!({
+                        "key": h.key,
+                        "message": h.message_id,
+                        "held_by": h.held_by.as_str(),
+                        "last_error": h.last_error,
+                        "waiting": h.waiting,
+                    })
+                })
+                .collect();
+            print_json(&json!({ "type": type_tag, "held": items }));
+            return Ok(());
+        }
+        if held.is_empty() {
+            println!("no order key of `{type_tag}` is held");
+            return Ok(());
+        }
+        let mut t = render::table(
+            &["KEY", "HELD BY", "MESSAGE", "WAITING", "LAST ERROR"],
+            &[3],
+        );
+        for h in &held {
+            t.add_row(vec![
+                render::one_line(&h.key, 40),
+                h.held_by.as_str().to_owned(),
+                h.message_id.clone(),
+                h.waiting.to_string(),
+                render::one_line(&h.last_error, 60),
+            ]);
+        }
+        println!("{t}");
+        println!(
+            "A dead key goes on once its dead letter is requeued ({}) or purged ({}); a \
+             retrying one once its retry succeeds or it is cancelled ({}).",
+            self.hints.cmd("dead requeue ID"),
+            self.hints.cmd("dead purge ID"),
+            self.hints.cmd("messages cancel ID"),
+        );
+        Ok(())
     }
 
     /// The filter the arguments describe, after checking the type and group exist.

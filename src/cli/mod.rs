@@ -30,10 +30,10 @@ use std::process::ExitCode;
 pub use args::{
     Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
     DeadShowArgs, DrainArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs,
-    MessageFilterArgs, MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesListArgs,
-    PauseArgs, RateLimitArgs, ResumeArgs, ShapingAddRuleArgs, ShapingCommand, ShapingRuleNameArgs,
-    ShapingSiteArgs, Standalone, StatusArgs, SuppressionsAddArgs, SuppressionsCommand,
-    SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
+    MessageFilterArgs, MessageShowArgs, MessagesActionArgs, MessagesCommand, MessagesHeldArgs,
+    MessagesListArgs, PauseArgs, RateLimitArgs, ResumeArgs, ShapingAddRuleArgs, ShapingCommand,
+    ShapingRuleNameArgs, ShapingSiteArgs, Standalone, StatusArgs, SuppressionsAddArgs,
+    SuppressionsCommand, SuppressionsListArgs, SuppressionsRemoveArgs, SuppressionsStoppedArgs,
 };
 #[cfg(feature = "webhook")]
 pub use args::{

@@ -2415,3 +2415,64 @@ pub async fn webhooks_replay_and_order<H: Harness>() {
     let bad = outbox(&url, &["webhooks", "ordered", "orders", "maybe"]);
     assert_eq!(bad.code, 2, "{bad:?}");
 }
+
+/// A step of an ordered sequence: the first of key `k-0` is rejected for good.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "cli.step", max_attempts = 1)]
+pub struct Step {
+    pub key: String,
+    pub n: i64,
+}
+
+pub async fn held_keys_are_listed_with_what_holds_them<H: Harness>() {
+    let h = H::new().await;
+    let url = h.url();
+    let mut tx = h.pool().begin().await.unwrap();
+    for n in 0..3 {
+        for key in ["k-0", "k-1"] {
+            let step = Step {
+                key: key.into(),
+                n,
+            };
+            let _ = step
+                .enqueue_with(&mut *tx, EnqueueOptions::new().order_key(key))
+                .await
+                .unwrap();
+        }
+    }
+    tx.commit().await.unwrap();
+    let report = Outbox::new(h.backend())
+        .register::<Step, _>(|step: Step, _: MessageContext| async move {
+            if step.key == "k-0" && step.n == 0 {
+                return Err(HandlerError::permanent("550 poisoned step"));
+            }
+            Ok(())
+        })
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.given_up, 1, "{report:?}");
+
+    let run = outbox(&url, &["messages", "held", "cli.step"]);
+    run.succeeded();
+    for text in ["k-0", "dead", "550 poisoned step", "dead purge"] {
+        assert!(run.stdout.contains(text), "{text}: {}", run.stdout);
+    }
+    assert!(!run.stdout.contains("k-1"), "{}", run.stdout);
+    let held = outbox(&url, &["messages", "held", "cli.step", "--json"]).json();
+    assert_eq!(held["held"][0]["key"], "k-0");
+    assert_eq!(held["held"][0]["held_by"], "dead");
+    assert_eq!(held["held"][0]["waiting"], 2);
+    assert_eq!(held["held"].as_array().unwrap().len(), 1);
+
+    // Purged: the key goes on and nothing is held.
+    let id = held["held"][0]["message"].as_str().unwrap().to_owned();
+    outbox(&url, &["dead", "purge", &id]).succeeded();
+    let none = outbox(&url, &["messages", "held", "cli.step"]);
+    none.succeeded();
+    assert!(
+        none.stdout.contains("no order key of `cli.step` is held"),
+        "{none:#?}"
+    );
+    outbox(&url, &["messages", "held", "cli.nothing"]).failed_with("known types");
+}

@@ -85,6 +85,10 @@ macro_rules! cli_cases {
                 cases::webhooks_replay_and_order::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn held_keys_are_listed_with_what_holds_them() {
+                cases::held_keys_are_listed_with_what_holds_them::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_drain_exit_code_and_work() {
                 embedded::drain_exit_code_and_work::<H>().await
             }
