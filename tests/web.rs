@@ -2932,3 +2932,68 @@ async fn webhook_events_are_replayed_and_ordered_from_the_page() {
         ("err".into(), "Ordered is on or off, not maybe.".into())
     );
 }
+
+/// A step of a keyed sequence; the first step of key `k-0` fails for good.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "web.step", max_attempts = 1)]
+struct Step {
+    key: String,
+    n: u32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_page_shows_the_order_keys_a_dead_letter_holds() {
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let mut tx = db.pool.begin().await.unwrap();
+    for n in 0..3 {
+        for key in ["k-0", "k-1"] {
+            let step = Step { key: key.into(), n };
+            let _ = step
+                .enqueue_with(&mut *tx, outbox::EnqueueOptions::new().order_key(key))
+                .await
+                .unwrap();
+        }
+    }
+    tx.commit().await.unwrap();
+    Outbox::new(db.backend())
+        .register::<Step, _>(|s: Step, _ctx: MessageContext<()>| async move {
+            if s.key == "k-0" && s.n == 0 {
+                return Err(HandlerError::permanent("422 step refused"));
+            }
+            Ok(())
+        })
+        .drain()
+        .await
+        .unwrap();
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client
+        .goto(&format!("{url}/types/web.step"))
+        .await
+        .unwrap();
+    let row = b.text("#held tbody tr").await;
+    for text in ["k-0", "dead", "2", "422 step refused"] {
+        assert!(row.contains(text), "{text}: {row}");
+    }
+    let rows = b
+        .client
+        .find_all(Locator::Css("#held tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "only k-0 is held");
+    // Its message links to the dead letter; purging it there frees the key.
+    b.click("#held tbody tr a").await;
+    b.click("form[action$='/purge'] button").await;
+    b.client
+        .goto(&format!("{url}/types/web.step"))
+        .await
+        .unwrap();
+    assert!(b
+        .client
+        .find_all(Locator::Css("#held"))
+        .await
+        .unwrap()
+        .is_empty());
+    b.client.clone().close().await.unwrap();
+}

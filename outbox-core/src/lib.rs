@@ -42,11 +42,11 @@ mod worker;
 
 pub use admin::{
     Admin, BreakerState, DeadLetter, DeadLetterFilter, DeadLetters, Endpoints, FailedAttempt,
-    GroupProgress, Groups, LiveFilter, LiveMessage, LiveMessageDetail, LiveMessages, LivePage,
-    LiveState, MinuteOutcomes, NewSuppression, ReplayFilter, ShapingAdmin, SuppressedMessage,
-    Suppression, SuppressionFilter, SuppressionReason, SuppressionScope, Suppressions, TokenUse,
-    TypeCounts, TypeOutcomes, Unattended, WorkersSeen, MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH,
-    UNATTENDED_AFTER,
+    GroupProgress, Groups, HeldBy, HeldKey, LiveFilter, LiveMessage, LiveMessageDetail,
+    LiveMessages, LivePage, LiveState, MinuteOutcomes, NewSuppression, ReplayFilter, ShapingAdmin,
+    SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason, SuppressionScope,
+    Suppressions, TokenUse, TypeCounts, TypeOutcomes, Unattended, WorkersSeen,
+    MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH, UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
 pub use counters::DeliveryCounts;

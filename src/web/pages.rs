@@ -500,10 +500,18 @@ pub(crate) async fn type_page<B: Backend>(
         });
     let filter = DeadLetterFilter::type_tag(&type_tag);
     let dead = admin.dead_letters().list(&filter, 0, 10).await?;
+    let held = admin.messages().held_keys(&type_tag).await?;
     let back = format!("/types/{}", seg(&type_tag));
     let live = html! {
         section {
             (counts_table(&ctx, std::slice::from_ref(&counts), &paused))
+        }
+        @if !held.is_empty() {
+            section {
+                h2 { "Held order keys" }
+                p.muted { "Each key's later messages wait behind this message: a dead one until it is requeued or purged, a retrying one until its retry succeeds or it is cancelled." }
+                (held_table(&ctx, &held))
+            }
         }
         section {
             h2 { "Deliveries, last hour" }
@@ -546,6 +554,30 @@ pub(crate) async fn type_page<B: Backend>(
             }
         },
     ))
+}
+
+/// The order keys a dead or failing message holds, with a link to that message.
+fn held_table(ctx: &Ctx, held: &[crate::HeldKey]) -> Markup {
+    html! {
+        table #held {
+            thead { tr { th { "Key" } th { "Held by" } th { "Message" } th.n { "Waiting" } th { "Last error" } } }
+            tbody {
+                @for h in held {
+                    @let page = match h.held_by {
+                        crate::HeldBy::Dead => format!("/dead/{}", seg(&h.message_id)),
+                        crate::HeldBy::Retrying => format!("/messages/{}", seg(&h.message_id)),
+                    };
+                    tr data-key=(h.key) {
+                        td { code { (h.key) } }
+                        td { span.badge { (h.held_by.as_str()) } }
+                        td { a href=(ctx.url(&page)) { code { (h.message_id) } } }
+                        td.n { (h.waiting) }
+                        td.err1 title=(h.last_error) { (first_line(&h.last_error)) }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The dead-letter rows with their actions.
