@@ -2430,10 +2430,7 @@ pub async fn held_keys_are_listed_with_what_holds_them<H: Harness>() {
     let mut tx = h.pool().begin().await.unwrap();
     for n in 0..3 {
         for key in ["k-0", "k-1"] {
-            let step = Step {
-                key: key.into(),
-                n,
-            };
+            let step = Step { key: key.into(), n };
             let _ = step
                 .enqueue_with(&mut *tx, EnqueueOptions::new().order_key(key))
                 .await

@@ -317,7 +317,11 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
     let held = b.held_keys(t, 100).await.unwrap();
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(
-        (held[0].held_by, held[0].message_id.as_str(), held[0].waiting),
+        (
+            held[0].held_by,
+            held[0].message_id.as_str(),
+            held[0].waiting
+        ),
         (HeldBy::Dead, made[0].as_str(), 2)
     );
     // Skipped by purging it: the second of `a` goes, and only it.
