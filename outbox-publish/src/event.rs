@@ -289,3 +289,65 @@ mod tests {
         assert!(spaced.validate().is_err());
     }
 }
+
+/// A type of the application that is published as an [`Event`]: its subject built from its
+/// fields, an optional ordering key, and its JSON as the payload.
+///
+/// `#[derive(PublishEvent)]` (from the `outbox` facade) writes it from
+/// `#[publish(subject = "orders.{id}.created", key = "{id}")]`; implement it by hand for
+/// anything the pattern cannot say.
+///
+/// ```
+/// use outbox_publish::PublishEvent;
+///
+/// #[derive(serde::Serialize)]
+/// struct OrderPaid {
+///     order: u64,
+///     cents: i64,
+/// }
+///
+/// impl PublishEvent for OrderPaid {
+///     fn subject(&self) -> String {
+///         format!("orders.{}.paid", self.order)
+///     }
+///     fn key(&self) -> Option<String> {
+///         Some(self.order.to_string())
+///     }
+/// }
+///
+/// let event = OrderPaid { order: 42, cents: 1999 }.to_event().unwrap();
+/// assert_eq!((event.subject.as_str(), event.key.as_deref()), ("orders.42.paid", Some("42")));
+/// ```
+pub trait PublishEvent: Serialize {
+    /// The subject (routing key) this value is published on.
+    fn subject(&self) -> String;
+
+    /// The ordering key (an aggregate's id), if events of this type are ordered.
+    fn key(&self) -> Option<String> {
+        None
+    }
+
+    /// The event: [`subject`](Self::subject), [`key`](Self::key), this value as JSON.
+    fn to_event(&self) -> Result<Event, serde_json::Error> {
+        let event = Event::json(self.subject(), self)?;
+        Ok(match self.key() {
+            Some(key) => event.key(key),
+            None => event,
+        })
+    }
+
+    /// Enqueues [`to_event`](Self::to_event) in the caller's transaction.
+    fn publish<'a, C>(&'a self, conn: C) -> BoxFuture<'a, Result<Enqueued, EnqueueError>>
+    where
+        C: EnqueueConnection + 'a,
+        Self: Sync,
+    {
+        Box::pin(async move {
+            let event = self.to_event().map_err(|source| EnqueueError::Serialize {
+                type_tag: EVENT_TYPE,
+                source,
+            })?;
+            event.enqueue(conn).await
+        })
+    }
+}

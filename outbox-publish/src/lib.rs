@@ -17,5 +17,5 @@ pub mod nats;
 #[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;
 
-pub use event::{Event, Payload, MAX_HEADERS, MAX_SUBJECT_LEN};
+pub use event::{Event, Payload, PublishEvent, MAX_HEADERS, MAX_SUBJECT_LEN};
 pub use inbox::{Handled, Inbox, InboxError, Received};
