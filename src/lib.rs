@@ -29,6 +29,12 @@ pub use outbox_derive::OutboxMessage;
 #[doc(inline)]
 pub use outbox_smtp as smtp;
 
+/// Publishing events to NATS JetStream or RabbitMQ, and the consumer's inbox (feature
+/// `publish`; the relays with `nats` and `rabbitmq`).
+#[cfg(feature = "publish")]
+#[doc(inline)]
+pub use outbox_publish as publish;
+
 /// Outgoing webhooks as an outbox message (feature `webhook`).
 #[cfg(feature = "webhook")]
 #[doc(inline)]
