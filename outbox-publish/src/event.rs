@@ -249,47 +249,6 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn payloads_round_trip_through_the_stored_json() {
-        let bytes = Event::bytes("a.b", vec![0u8, 159, 146, 150]).key("k");
-        let text = serde_json::to_string(&bytes).unwrap();
-        assert_eq!(
-            text,
-            r#"{"subject":"a.b","key":"k","payload":{"bytes":"AJ+Slg=="}}"#
-        );
-        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), bytes);
-        let json = Event::json("a.b", &serde_json::json!({"n": 1})).unwrap();
-        let back: Event = serde_json::from_str(&serde_json::to_string(&json).unwrap()).unwrap();
-        assert_eq!(back.payload.to_bytes(), br#"{"n":1}"#);
-        assert_eq!(back.order_key(), None);
-        assert_eq!(bytes.order_key().as_deref(), Some("k"));
-    }
-
-    #[test]
-    fn bad_subjects_and_headers_are_refused_with_the_reason() {
-        for bad in ["", "a..b", "a.*", "orders.>", "a b", ".a", "a."] {
-            let err = Event::bytes(bad, vec![]).validate().unwrap_err();
-            assert!(err.to_string().contains("subject"), "{bad}: {err}");
-        }
-        assert!(Event::bytes("x".repeat(256), vec![]).validate().is_err());
-        assert!(Event::bytes("orders.42.created", vec![]).validate().is_ok());
-        let reserved = Event::bytes("a", vec![]).header("Nats-Msg-Id", "1");
-        assert!(reserved
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("relay"));
-        let newline = Event::bytes("a", vec![]).header("x", "1\r\n2");
-        assert!(newline.validate().is_err());
-        let spaced = Event::bytes("a", vec![]).header("x y", "1");
-        assert!(spaced.validate().is_err());
-    }
-}
-
 /// A type of the application that is published as an [`Event`]: its subject built from its
 /// fields, an optional ordering key, and its JSON as the payload.
 ///
@@ -349,5 +308,46 @@ pub trait PublishEvent: Serialize {
             })?;
             event.enqueue(conn).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_through_the_stored_json() {
+        let bytes = Event::bytes("a.b", vec![0u8, 159, 146, 150]).key("k");
+        let text = serde_json::to_string(&bytes).unwrap();
+        assert_eq!(
+            text,
+            r#"{"subject":"a.b","key":"k","payload":{"bytes":"AJ+Slg=="}}"#
+        );
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), bytes);
+        let json = Event::json("a.b", &serde_json::json!({"n": 1})).unwrap();
+        let back: Event = serde_json::from_str(&serde_json::to_string(&json).unwrap()).unwrap();
+        assert_eq!(back.payload.to_bytes(), br#"{"n":1}"#);
+        assert_eq!(back.order_key(), None);
+        assert_eq!(bytes.order_key().as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn bad_subjects_and_headers_are_refused_with_the_reason() {
+        for bad in ["", "a..b", "a.*", "orders.>", "a b", ".a", "a."] {
+            let err = Event::bytes(bad, vec![]).validate().unwrap_err();
+            assert!(err.to_string().contains("subject"), "{bad}: {err}");
+        }
+        assert!(Event::bytes("x".repeat(256), vec![]).validate().is_err());
+        assert!(Event::bytes("orders.42.created", vec![]).validate().is_ok());
+        let reserved = Event::bytes("a", vec![]).header("Nats-Msg-Id", "1");
+        assert!(reserved
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("relay"));
+        let newline = Event::bytes("a", vec![]).header("x", "1\r\n2");
+        assert!(newline.validate().is_err());
+        let spaced = Event::bytes("a", vec![]).header("x y", "1");
+        assert!(spaced.validate().is_err());
     }
 }
