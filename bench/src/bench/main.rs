@@ -9,7 +9,8 @@
 //! Workloads: enqueue, fanout, drain (N = 5,000 and 200,000, plus the raw
 //! SQL floor), latency, email, ratelimit, memory, idle (K = 1 and 50 registered types),
 //! manytypes (50 types' backlogs against one type's), multiproc (1, 2 and 4 worker
-//! processes). Each figure is the median of `--runs` runs, each on a fresh database.
+//! processes), ordered (50,000 messages over 1,000 order keys, interleaved and in bursts,
+//! against the same messages unkeyed). Each figure is the median of `--runs` runs, each on a fresh database.
 //! Method and results: BENCHMARKS.md.
 
 mod db;
@@ -78,7 +79,7 @@ struct Args {
     json: Option<String>,
 }
 
-const ALL: [&str; 13] = [
+const ALL: [&str; 14] = [
     "enqueue",
     "fanout",
     "fanout.stream",
@@ -92,6 +93,7 @@ const ALL: [&str; 13] = [
     "idle",
     "manytypes",
     "multiproc",
+    "ordered",
 ];
 
 fn parse_args() -> Result<Args, String> {
@@ -166,6 +168,7 @@ fn target(kind: Kind, f: &Figure) -> Option<(String, bool)> {
         ("idle.cpu", _) => at_most(1.0),
         ("idle.statements", Kind::Postgres | Kind::Mysql) => at_most(10.0),
         ("manytypes", _) => ratio_at_least(0.9),
+        ("drain.ordered" | "drain.ordered_bursts", _) => ratio_at_least(0.7),
         ("multiproc.p2" | "multiproc.p4", Kind::Postgres | Kind::Mysql) => ratio_at_least(0.9),
         _ => None,
     }
@@ -211,6 +214,14 @@ async fn run_on<P: pools::BenchPool>(
         "idle" => workloads::idle(pool, db, n.unwrap_or(1) as usize).await,
         "manytypes" => workloads::manytypes(pool, n.unwrap_or(100_000)).await,
         "manytypes.one_type" => workloads::manytypes_one_type(pool, n.unwrap_or(100_000)).await,
+        "drain.unkeyed" | "drain.ordered" | "drain.ordered_bursts" => {
+            let layout = match workload {
+                "drain.unkeyed" => workloads::KeyLayout::None,
+                "drain.ordered" => workloads::KeyLayout::Interleaved,
+                _ => workloads::KeyLayout::Contiguous,
+            };
+            workloads::drain_keyed(pool, n.unwrap_or(50_000), 1_000, layout).await
+        }
         "multiproc.p1" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 1).await,
         "multiproc.p2" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 2).await,
         "multiproc.p4" => workloads::multiproc(pool, db, n.unwrap_or(200_000), 4).await,
@@ -366,6 +377,11 @@ async fn main() {
                 ("drain.ours", n) => vec![("drain", n)],
                 ("idle", None) => vec![("idle", Some(1)), ("idle", Some(50))],
                 ("manytypes", n) => vec![("manytypes", n), ("manytypes.one_type", n)],
+                ("ordered", n) => vec![
+                    ("drain.unkeyed", n),
+                    ("drain.ordered", n),
+                    ("drain.ordered_bursts", n),
+                ],
                 // SQLite lets one process write at a time: four add nothing to two.
                 ("multiproc", n) if kind == Kind::Sqlite => {
                     vec![("multiproc.p1", n), ("multiproc.p2", n)]
@@ -463,6 +479,9 @@ fn link_baselines(all: &mut Vec<Figure>, kind: Kind) {
             let (w, n, name) = match f.workload.as_str() {
                 w @ ("idle.cpu" | "idle.statements") if f.n != 1 => (w, 1, "1 type".to_owned()),
                 "manytypes" => ("manytypes.one_type", f.n, format!("1 type × {}", f.n)),
+                "drain.ordered" | "drain.ordered_bursts" => {
+                    ("drain.unkeyed", f.n, "the same unkeyed".to_owned())
+                }
                 "multiproc.p2" | "multiproc.p4" => ("multiproc.p1", f.n, "1 process".to_owned()),
                 _ => return None,
             };

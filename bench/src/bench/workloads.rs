@@ -645,3 +645,68 @@ pub async fn drain_worker<P: BenchPool>(pool: &P) {
     let report = outbox.drain().await.unwrap();
     println!("delivered={}", report.counts.delivered);
 }
+
+/// A message of the ordered drain: the bench's payload, with an ordering key or none.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Keyed {
+    pub n: u64,
+    pub template: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl outbox::OutboxMessage for Keyed {
+    const TYPE: &'static str = "bench.keyed";
+
+    fn order_key(&self) -> Option<String> {
+        self.key.clone()
+    }
+}
+
+/// How the ordered drain's messages are enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLayout {
+    /// No keys: the baseline.
+    None,
+    /// Message `i` has key `i mod keys` (events of many aggregates interleaved).
+    Interleaved,
+    /// Each key's messages one after another (one aggregate's burst after another's).
+    Contiguous,
+}
+
+/// The drain of `n` messages over `keys` ordering keys (`layout`), no-op handler,
+/// concurrency 10: what order per key costs against the same messages unkeyed.
+pub async fn drain_keyed<P: BenchPool>(
+    pool: &P,
+    n: u64,
+    keys: u64,
+    layout: KeyLayout,
+) -> Vec<Figure> {
+    let per_key = n.div_ceil(keys);
+    let msgs: Vec<Keyed> = (0..n)
+        .map(|i| Keyed {
+            n: i,
+            template: "order_confirmation".into(),
+            key: match layout {
+                KeyLayout::None => None,
+                KeyLayout::Interleaved => Some(format!("account-{}", i % keys)),
+                KeyLayout::Contiguous => Some(format!("account-{}", i / per_key)),
+            },
+        })
+        .collect();
+    pool.fan_out(&msgs).await;
+    let outbox = Outbox::new(pool.backend()).register_with::<Keyed, _>(
+        |_: Keyed| async { Ok::<(), HandlerError>(()) },
+        drain_options(),
+    );
+    let started = Instant::now();
+    let report = outbox.drain().await.unwrap();
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(report.counts.delivered, n, "the drain delivered everything");
+    let name = match layout {
+        KeyLayout::None => "drain.unkeyed",
+        KeyLayout::Interleaved => "drain.ordered",
+        KeyLayout::Contiguous => "drain.ordered_bursts",
+    };
+    vec![Figure::new(name, n, rate, "msgs/s")]
+}
