@@ -23,6 +23,8 @@
 
 pub use outbox_core::*;
 pub use outbox_derive::OutboxMessage;
+#[cfg(feature = "publish")]
+pub use outbox_derive::PublishEvent;
 
 /// Email over SMTP as an outbox message (feature `smtp`).
 #[cfg(feature = "smtp")]

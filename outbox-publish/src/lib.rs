@@ -19,3 +19,4 @@ pub mod rabbitmq;
 
 pub use event::{Event, Payload, PublishEvent, MAX_HEADERS, MAX_SUBJECT_LEN};
 pub use inbox::{Handled, Inbox, InboxError, Received};
+pub use outbox_derive::PublishEvent;
