@@ -393,3 +393,18 @@ fn types_generated_by_a_declarative_macro() {
     );
     let _ = GeneratedA { n: 1 }.n + GeneratedB { n: 2 }.n;
 }
+
+/// `ordered` declares that the type's messages may carry ordering keys.
+#[derive(Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "ledger.entry", ordered)]
+struct LedgerEntry {
+    account: i64,
+}
+
+#[test]
+fn ordered_sets_the_flag_and_nothing_else() {
+    const { assert!(LedgerEntry::ORDERED) };
+    const { assert!(!UserMail::ORDERED) };
+    assert_eq!(LedgerEntry::DEFAULTS, MessageDefaults::DEFAULT);
+    assert_eq!(LedgerEntry { account: 1 }.order_key(), None);
+}

@@ -2935,7 +2935,7 @@ async fn webhook_events_are_replayed_and_ordered_from_the_page() {
 
 /// A step of a keyed sequence; the first step of key `k-0` fails for good.
 #[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
-#[outbox(type = "web.step", max_attempts = 1)]
+#[outbox(type = "web.step", max_attempts = 1, ordered)]
 struct Step {
     key: String,
     n: u32,

@@ -74,6 +74,15 @@ pub trait OutboxMessage: Serialize + DeserializeOwned + Send + Sync + 'static {
         None
     }
 
+    /// Whether messages of this type may carry an [ordering key](Self::order_key): the
+    /// workers then claim with the ordered statement (a message starts only when no earlier
+    /// one of its key is unfinished or dead). Set it to `true` (with the derive,
+    /// `#[outbox(ordered)]`) when you implement `order_key` or enqueue with
+    /// [`EnqueueOptions::order_key`](crate::EnqueueOptions::order_key); an enqueue with a
+    /// key while this is `false` is refused. Types that never use keys claim with the plain
+    /// statement and pay nothing for ordering.
+    const ORDERED: bool = false;
+
     /// The message's ordering key, if it has one (an aggregate's id, an account): messages
     /// of this type with the same key start one at a time, in enqueue order, across every
     /// process, and a message that fails holds the later ones of its key until it is

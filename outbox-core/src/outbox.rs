@@ -61,6 +61,9 @@ struct Registration {
     recipient_of: Option<crate::worker::RecipientOf>,
     /// Reads the destination of a payload, for types that name one (traffic shaping).
     destination_of: Option<crate::message::DestinationOf>,
+    /// The type's messages may carry ordering keys (`OutboxMessage::ORDERED`): claimed
+    /// with the ordered statement.
+    ordered: bool,
 }
 
 /// Handlers per message type over one backend, run as a daemon ([`Outbox::run`]) or

@@ -55,6 +55,8 @@ pub struct Attrs {
     /// `destination = "path"`: the function naming the message's destination key, for
     /// traffic shaping.
     pub destination: Option<FnPath>,
+    /// `ordered`: the type's messages may carry ordering keys.
+    pub ordered: Option<Span>,
     /// `max_attempts = N`.
     pub max_attempts: Option<Spanned<i128>>,
     /// `priority = N`.

@@ -19,8 +19,9 @@ use crate::ast::{Attrs, FnPath, Input, KeyAttr, Shape, Spanned, TimeUnit, Timeou
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[outbox(...)]`.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "type",
+    "ordered",
     "key",
     "key_fn",
     "validate",
@@ -36,7 +37,8 @@ const KEYS: [&str; 11] = [
 /// The keys accepted inside `#[outbox(...)]`, as listed in error messages.
 const ACCEPTED: &str = "`type = \"...\"`, `key(field, ...)`, `key_fn = \"path\"`, \
                         `validate = \"path\"`, `recipient = \"path\"`, `destination = \"path\"`, \
-                        `max_attempts = N`, `priority = N`, `timeout = \"30s\"`, `max_payload = \"4MiB\"`, `crate = \"path\"`";
+                        `ordered`, `max_attempts = N`, `priority = N`, `timeout = \"30s\"`, \
+                        `max_payload = \"4MiB\"`, `crate = \"path\"`";
 
 /// The forms `max_payload = "..."` accepts, as listed in error messages.
 const SIZE_FORMS: &str =
@@ -136,6 +138,15 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
                 _ => (&mut out.validate, path),
             };
             set(slot, path, meta, errors);
+        }
+        "ordered" => {
+            if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                let msg = "`ordered` takes no value: write `#[outbox(ordered)]`";
+                errors.push(Error::new_spanned(&meta.path, msg));
+                skip_value(meta)?;
+            } else {
+                set(&mut out.ordered, Ok(syn::spanned::Spanned::span(&meta.path)), meta, errors);
+            }
         }
         "max_attempts" | "priority" => {
             let usage = format!("{name} = 5");

@@ -86,6 +86,9 @@ fn impl_message(input: &Input) -> TokenStream {
         let method = delegate(signature, function);
         quote!(const HAS_RECIPIENT: bool = true; #method)
     });
+    let ordered = attrs
+        .ordered
+        .map(|span| quote_spanned!(span=> const ORDERED: bool = true;));
     let destination_fn = attrs.destination.as_ref().map(|function| {
         let signature =
             quote!(fn destination(&self) -> ::core::option::Option<::std::string::String>);
@@ -106,6 +109,7 @@ fn impl_message(input: &Input) -> TokenStream {
             #validate_fn
             #recipient_fn
             #destination_fn
+            #ordered
         }
     }
 }

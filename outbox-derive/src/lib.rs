@@ -30,6 +30,8 @@ use syn::{parse_macro_input, DeriveInput};
 ///   a `fn(&Self) -> Option<Recipient>` (sets `HAS_RECIPIENT`); default: none.
 /// - `destination = "path::to::function"`: the key traffic shaping groups by (a host, a
 ///   domain), from a `fn(&Self) -> Option<String>` (sets `HAS_DESTINATION`); default: none.
+/// - `ordered`: the type's messages may carry ordering keys (sets `ORDERED`; required before
+///   enqueueing with `EnqueueOptions::order_key` or implementing `order_key`).
 /// - `max_attempts = 5` (1 to 1000), `priority = 3` (0 to 65535),
 ///   `timeout = "30s"` (`ms`, `s`, `m`, `h`, or `"none"`), `max_payload = "4MiB"` (`B`,
 ///   `KiB`, `MiB`; the largest JSON payload accepted at enqueue): per-type defaults; each

@@ -162,6 +162,7 @@ impl Event {
 
 impl OutboxMessage for Event {
     const TYPE: &'static str = EVENT_TYPE;
+    const ORDERED: bool = true;
 
     fn order_key(&self) -> Option<String> {
         self.key.clone()

@@ -89,6 +89,7 @@ impl Webhook {
 impl OutboxMessage for Webhook {
     const TYPE: &'static str = WEBHOOK_TYPE;
     const HAS_DESTINATION: bool = true;
+    const ORDERED: bool = true;
 
     fn destination(&self) -> Option<String> {
         Some(self.host.clone())

@@ -2418,7 +2418,7 @@ pub async fn webhooks_replay_and_order<H: Harness>() {
 
 /// A step of an ordered sequence: the first of key `k-0` is rejected for good.
 #[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
-#[outbox(type = "cli.step", max_attempts = 1)]
+#[outbox(type = "cli.step", max_attempts = 1, ordered)]
 pub struct Step {
     pub key: String,
     pub n: i64,

@@ -567,6 +567,7 @@ pub async fn a_stale_workers_settlement_is_refused<H: Harness>() {
         limit: 10,
         now: Now::At(at),
         lease: Duration::from_millis(100),
+        ordered: false,
     };
     let first = b.claim(&claim("stale-0", now)).await.unwrap();
     assert_eq!(first.len(), 1);

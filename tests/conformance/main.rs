@@ -280,6 +280,10 @@ macro_rules! conformance {
                 inbox::old_processed_ids_are_counted_and_pruned::<H>().await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_type_not_declared_ordered_refuses_a_key() {
+                ordering::a_type_not_declared_ordered_refuses_a_key::<H>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stored_shaping_rules_are_capped() {
                 shaping::stored_rules_are_capped::<H>().await
             }

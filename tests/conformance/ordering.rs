@@ -21,7 +21,7 @@ const STEPS: usize = 10;
 
 /// One step of a key's sequence.
 #[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
-#[outbox(type = "conf.step", max_attempts = 2)]
+#[outbox(type = "conf.step", max_attempts = 2, ordered)]
 pub struct Step {
     pub key: String,
     pub seq: u32,
@@ -127,4 +127,29 @@ pub async fn two_processes_keep_each_keys_order_and_a_poisoned_key_holds_only_it
         pids.len(),
         started.elapsed()
     );
+}
+
+/// A type not declared ordered.
+#[derive(Debug, Clone, Serialize, Deserialize, OutboxMessage)]
+#[outbox(type = "conf.unordered")]
+pub struct Unordered {
+    pub n: u32,
+}
+
+pub async fn a_type_not_declared_ordered_refuses_a_key<H: Harness>() {
+    let h = H::new().await;
+    let mut tx = h.pool().begin().await.unwrap();
+    let err = Unordered { n: 1 }
+        .enqueue_with(&mut *tx, EnqueueOptions::new().order_key("account-1"))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("order_key") && text.contains("#[outbox(ordered)]"),
+        "{text}"
+    );
+    // Nothing was written; the transaction goes on.
+    let _ = Unordered { n: 2 }.enqueue(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(h.count_messages("conf.unordered").await, 1);
 }

@@ -657,6 +657,7 @@ pub struct Keyed {
 
 impl outbox::OutboxMessage for Keyed {
     const TYPE: &'static str = "bench.keyed";
+    const ORDERED: bool = true;
 
     fn order_key(&self) -> Option<String> {
         self.key.clone()

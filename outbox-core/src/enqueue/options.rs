@@ -97,7 +97,9 @@ impl EnqueueOptions {
     /// Orders the messages of this call under `key` (instead of the type's
     /// [`order_key`](crate::OutboxMessage::order_key)): messages of the type with the same
     /// key start one at a time, in enqueue order, in every process; a failing one holds the
-    /// later ones. 1 to 255 bytes without control characters.
+    /// later ones. 1 to 255 bytes without control characters. The type must be declared
+    /// ordered ([`OutboxMessage::ORDERED`](crate::OutboxMessage::ORDERED),
+    /// `#[outbox(ordered)]`), or the enqueue is refused.
     pub fn order_key(mut self, key: impl Into<String>) -> Self {
         self.order_key = Some(key.into());
         self

@@ -95,6 +95,18 @@ impl NewMessage {
                 option: "order_key",
                 reason,
             })?;
+            if !M::ORDERED {
+                return Err(EnqueueError::InvalidOption {
+                    type_tag: M::TYPE,
+                    option: "order_key",
+                    reason: "the message has an ordering key but its type says `ORDERED = \
+                             false`, so workers would claim it without keeping the key's \
+                             order; declare the type ordered: `#[outbox(ordered)]` with the \
+                             derive, or `const ORDERED: bool = true;` in its `OutboxMessage` \
+                             impl"
+                        .into(),
+                });
+            }
         }
         let recipient = msg.recipient();
         if recipient.is_some() && !M::HAS_RECIPIENT {

@@ -67,6 +67,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
                 .then_some(crate::message::recipient_of::<M> as crate::worker::RecipientOf),
             destination_of: M::HAS_DESTINATION
                 .then_some(crate::message::destination_of::<M> as crate::message::DestinationOf),
+            ordered: M::ORDERED,
         });
         self
     }

@@ -313,6 +313,7 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
             &r.counters,
         );
         settings.recipient_of = r.recipient_of;
+        settings.ordered = r.ordered;
         settings
     }
 

@@ -203,6 +203,7 @@ impl QueueOptions {
             lease: self.heartbeat_interval * self.missed_heartbeats as u32,
             tally: Tally::new(type_tag, Arc::clone(counters), Arc::clone(own)),
             recipient_of: None,
+            ordered: false,
         }
     }
 }

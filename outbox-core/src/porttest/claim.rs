@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{at, claim, ids, insert, message, settlement, t0, PortHarness, LEASE};
+use super::{at, claim, claim_ordered, ids, insert, message, settlement, t0, PortHarness, LEASE};
 use crate::{
     clock::{Due, Now},
     enqueue::NewMessage,
@@ -252,16 +252,16 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
     let made = insert(h, &rows).await;
     let b = h.backend();
 
-    let first = claim(h, t, "w1", 10, at(0)).await;
+    let first = claim_ordered(h, t, "w1", 10, at(0)).await;
     assert_eq!(
         ids(&first),
         vec![made[0].clone(), made[3].clone(), made[4].clone()],
         "the first of `a`, the first of `b`, the unkeyed one"
     );
-    let elsewhere = claim(h, other, "w1", 10, at(0)).await;
+    let elsewhere = claim_ordered(h, other, "w1", 10, at(0)).await;
     assert_eq!(elsewhere.len(), 1, "another type's key `a` is its own");
     // While the first of `a` runs, nothing more of `a`.
-    assert!(claim(h, t, "w2", 10, at(0)).await.is_empty());
+    assert!(claim_ordered(h, t, "w2", 10, at(0)).await.is_empty());
 
     // It fails and waits for a retry: it still holds `a`.
     let retry = Settle::Retry {
@@ -287,7 +287,7 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         .unwrap();
     assert_eq!(settled.applied, 3);
     assert!(
-        claim(h, t, "w2", 10, at(20)).await.is_empty(),
+        claim_ordered(h, t, "w2", 10, at(20)).await.is_empty(),
         "a retrying message holds its key"
     );
     use crate::store::{HeldBy, LiveMessageStore};
@@ -302,7 +302,7 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
     assert!(b.held_keys(other, 100).await.unwrap().is_empty());
 
     // Retried and given up: its dead letter holds `a` too.
-    let again = claim(h, t, "w3", 10, at(60_000)).await;
+    let again = claim_ordered(h, t, "w3", 10, at(60_000)).await;
     assert_eq!(ids(&again), vec![made[0].clone()]);
     let bury = Settle::Bury {
         reason: "gave up".into(),
@@ -311,7 +311,7 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         .await
         .unwrap();
     assert!(
-        claim(h, t, "w2", 10, at(60_020)).await.is_empty(),
+        claim_ordered(h, t, "w2", 10, at(60_020)).await.is_empty(),
         "a dead letter holds its key"
     );
     let held = b.held_keys(t, 100).await.unwrap();
@@ -334,11 +334,11 @@ pub async fn a_key_holds_its_later_messages_until_the_first_is_finished<H: PortH
         .unwrap();
     assert_eq!(purged, 1);
     assert!(b.held_keys(t, 100).await.unwrap().is_empty());
-    let second = claim(h, t, "w2", 10, at(60_030)).await;
+    let second = claim_ordered(h, t, "w2", 10, at(60_030)).await;
     assert_eq!(ids(&second), vec![made[1].clone()]);
     b.settle("w2", &[settlement(&second[0], done)], Now::At(at(60_040)))
         .await
         .unwrap();
-    let third = claim(h, t, "w2", 10, at(60_050)).await;
+    let third = claim_ordered(h, t, "w2", 10, at(60_050)).await;
     assert_eq!(ids(&third), vec![made[2].clone()]);
 }

@@ -118,6 +118,7 @@ pub async fn database_clock_runs_the_verbs<H: PortHarness>(h: &H) {
         limit: 10,
         now: Now::Database,
         lease: LEASE,
+        ordered: false,
     };
     let c = b.claim(&request).await.unwrap();
     assert_eq!(ids(&c), vec![m.id.clone()]);

@@ -257,6 +257,28 @@ pub async fn claim<H: PortHarness>(
         limit,
         now: Now::At(now),
         lease: LEASE,
+        ordered: false,
+    };
+    crate::store::QueueStore::claim(h.backend(), &request)
+        .await
+        .expect("claim")
+}
+
+/// [`claim`] for a type whose messages carry ordering keys (the ordered statement).
+pub async fn claim_ordered<H: PortHarness>(
+    h: &H,
+    type_tag: &str,
+    owner: &str,
+    limit: u32,
+    now: SystemTime,
+) -> Vec<Claimed> {
+    let request = ClaimRequest {
+        type_tag,
+        owner,
+        limit,
+        now: Now::At(now),
+        lease: LEASE,
+        ordered: true,
     };
     crate::store::QueueStore::claim(h.backend(), &request)
         .await

@@ -21,6 +21,10 @@ pub struct ClaimRequest<'a> {
     pub now: Now,
     /// The lease: unless extended, the messages may be rescued this long after `now`.
     pub lease: Duration,
+    /// The type's messages may carry ordering keys: a keyed message is claimable only when
+    /// no earlier message of its type and key is queued, running or a dead letter. `false`
+    /// (a type without keys) claims without looking at keys.
+    pub ordered: bool,
 }
 
 /// One claimed message: leased to its worker, its attempt already counted.

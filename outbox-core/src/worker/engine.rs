@@ -180,6 +180,7 @@ impl<B: Backend> Engine<B> {
                 limit: room as u32,
                 now: shared.clock.database_now(),
                 lease: s.lease,
+                ordered: s.ordered,
             };
             let claimed = shared.reach.watch(shared.store.claim(&request)).await?;
             {

@@ -39,6 +39,8 @@ pub(crate) struct WorkerSettings {
     /// Reads a payload's recipient, for a type that may name one: each claimed batch is
     /// checked against the suppression list before it starts.
     pub(crate) recipient_of: Option<RecipientOf>,
+    /// The type's messages may carry ordering keys: claimed with the ordered statement.
+    pub(crate) ordered: bool,
 }
 
 pub(crate) use crate::message::RecipientOf;

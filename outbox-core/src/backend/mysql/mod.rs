@@ -340,7 +340,11 @@ impl MySqlBackend {
             Arg::Text(r.type_tag),
             Arg::Int(i64::from(r.limit)),
         ];
-        let select = include_str!("queries/queue/claim_select.sql");
+        let select = if r.ordered {
+            include_str!("queries/queue/claim_select_ordered.sql")
+        } else {
+            include_str!("queries/queue/claim_select.sql")
+        };
         let rows = self.fetch(Some(&mut tx), select, &args).await?;
         // The rows were read before the update counts the attempt and the claim.
         let claimed = rows

@@ -400,7 +400,12 @@ impl Dialect for PostgresBackend {
             i64,
         );
         Box::pin(async move {
-            let rows: Vec<Row> = sqlx::query_as(include_str!("queries/queue/claim.sql"))
+            let sql = if r.ordered {
+                include_str!("queries/queue/claim_ordered.sql")
+            } else {
+                include_str!("queries/queue/claim.sql")
+            };
+            let rows: Vec<Row> = sqlx::query_as(sql)
                 .bind(r.type_tag)
                 .bind(self.now_ms(r.now))
                 .bind(i64::from(r.limit))

@@ -332,7 +332,15 @@ impl Dialect for SqliteBackend {
             // A claim writes: it takes its turn.
             let turn = self.gate.turn().await;
             let rows = self
-                .fetch(None, include_str!("queries/queue/claim.sql"), &args)
+                .fetch(
+                    None,
+                    if r.ordered {
+                        include_str!("queries/queue/claim_ordered.sql")
+                    } else {
+                        include_str!("queries/queue/claim.sql")
+                    },
+                    &args,
+                )
                 .await?;
             drop(turn);
             rows.iter().map(|row| claimed(row, true)).collect()
