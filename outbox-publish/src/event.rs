@@ -253,8 +253,9 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
 /// A type of the application that is published as an [`Event`]: its subject built from its
 /// fields, an optional ordering key, and its JSON as the payload.
 ///
-/// `#[derive(PublishEvent)]` (from the `outbox` facade) writes it from
-/// `#[publish(subject = "orders.{id}.created", key = "{id}")]`; implement it by hand for
+/// `#[derive(PublishEvent)]` writes it from
+/// `#[publish(subject = "orders.{id}.created", key = "{id}")]` (with this crate alone, not
+/// through the `outbox` facade, add `crate = "outbox_publish"`); implement it by hand for
 /// anything the pattern cannot say.
 ///
 /// ```
