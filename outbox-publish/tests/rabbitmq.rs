@@ -1223,3 +1223,567 @@ async fn a_broker_restart_mid_run_loses_nothing() {
     let channel = conn.create_channel().await.unwrap();
     remove(&channel, &exchange, &queue).await;
 }
+
+// ---------------------------------------------------------------------------------------
+// The consuming side: `rabbitmq::consume` / `RabbitConsumer` through the inbox, on the
+// machine's RabbitMQ, into a SQLite file that holds the outbox, the inbox and the
+// handler's table.
+//
+// * events relayed by `RabbitRelay` are each handled once, by their outbox id, and acked;
+// * a handler that fails once: rolled back, redelivered after the nack delay, handled once;
+// * one message_id published twice: handled once, both acked; without message_id, by
+//   content; `MissingId::Reject` sends it to the dead-letter exchange;
+// * the consumer's channel closed by the broker or its queue deleted: an error that says so.
+
+use lapin::{
+    options::{BasicPublishOptions, ConfirmSelectOptions},
+    BasicProperties,
+};
+use outbox_core::sqlx;
+use outbox_publish::{
+    rabbitmq::{ConsumeError, Consumed, MissingId, RabbitConsumer},
+    Inbox, Received,
+};
+
+/// One attempt of the test handler: the event's `n`, whether RabbitMQ said it was
+/// redelivered, when, its subject and headers.
+#[derive(Debug, Clone)]
+struct Attempt {
+    n: i64,
+    redelivered: bool,
+    at: Instant,
+    subject: String,
+    headers: BTreeMap<String, String>,
+}
+
+type Attempts = Arc<Mutex<Vec<Attempt>>>;
+
+/// The outbox's database with the consumer's table: `handled (id, n)`, one row per event
+/// the handler committed.
+async fn consumer_db(db: &Db) {
+    sqlx::query("CREATE TABLE handled (id TEXT NOT NULL, n INTEGER NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+}
+
+async fn handled_rows(db: &Db) -> Vec<(String, i64)> {
+    sqlx::query_as("SELECT id, n FROM handled ORDER BY n")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn handled_count(db: &Db) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM handled")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// A channel with `prefetch` and a consumer of `queue` on it.
+async fn consumer_on(conn: &Connection, queue: &str, prefetch: u16) -> (Channel, lapin::Consumer) {
+    let channel = conn.create_channel().await.unwrap();
+    channel
+        .basic_qos(prefetch, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let consumer = channel
+        .basic_consume(
+            queue.into(),
+            unique("inbox-consumer").as_str().into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    (channel, consumer)
+}
+
+/// Runs `consumer` over `deliveries` with the test handler until `stop` is sent: the
+/// handler records each attempt, inserts `(id, n)` from the JSON payload, and fails (after
+/// its insert) the first attempt at each `n` in `fail_once`.
+fn spawn_consumer(
+    consumer: RabbitConsumer<sqlx::Sqlite>,
+    deliveries: lapin::Consumer,
+    attempts: Attempts,
+    fail_once: &[i64],
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Consumed, ConsumeError>>,
+) {
+    let failed: Arc<Mutex<HashSet<i64>>> = Arc::default();
+    let fail_once: Arc<HashSet<i64>> = Arc::new(fail_once.iter().copied().collect());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        consumer
+            .run_until(
+                deliveries,
+                move |tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, event: &Received| {
+                    let attempts = Arc::clone(&attempts);
+                    let failed = Arc::clone(&failed);
+                    let fail_once = Arc::clone(&fail_once);
+                    Box::pin(async move {
+                        let v: serde_json::Value = event.json().map_err(|e| e.to_string())?;
+                        let n = v["n"].as_i64().ok_or("no n in the payload")?;
+                        attempts.lock().unwrap().push(Attempt {
+                            n,
+                            redelivered: event.redelivered,
+                            at: Instant::now(),
+                            subject: event.subject.clone(),
+                            headers: event.headers.clone(),
+                        });
+                        sqlx::query("INSERT INTO handled (id, n) VALUES (?, ?)")
+                            .bind(&event.id)
+                            .bind(n)
+                            .execute(&mut **tx)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        if fail_once.contains(&n) && failed.lock().unwrap().insert(n) {
+                            return Err(format!("the first attempt at {n} fails"));
+                        }
+                        Ok::<_, String>(())
+                    })
+                },
+                async move {
+                    let _ = stopped.await;
+                },
+            )
+            .await
+    });
+    (stop, task)
+}
+
+/// Ready messages in `queue` (after the consumer's channel closed: also what was not
+/// acknowledged).
+async fn ready_in(channel: &Channel, queue: &str) -> u32 {
+    channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap()
+        .message_count()
+}
+
+async fn inbox_ids(db: &Db, consumer: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM outbox_inbox WHERE consumer = ?")
+        .bind(consumer)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// 300 events relayed from the outbox and consumed by 4 lanes: each handled once, under
+/// its outbox id, its id in the inbox, every delivery acked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_events_are_consumed_once_each() {
+    const N: i64 = 300;
+    let admin_conn = broker().await;
+    let channel = admin_conn.create_channel().await.unwrap();
+    let (exchange, queue) = topology(&channel, ExchangeKind::Topic, "shop.#").await;
+    let db = Db::new().await;
+    let relay = RabbitRelay::connect(AMQP, &exchange).await.unwrap();
+    let outbox = outbox_with(&db, relay, QueueOptions::new().concurrency(8)).await;
+    consumer_db(&db).await;
+    let events: Vec<Event> = (0..N)
+        .map(|n| {
+            Event::json(
+                format!("shop.orders.{}", n % 5),
+                &serde_json::json!({ "n": n }),
+            )
+            .unwrap()
+            .header("tenant", "acme")
+        })
+        .collect();
+    let ids: HashSet<String> = db
+        .enqueue(&events)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+
+    let consumer_conn = broker().await;
+    let (consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 40).await;
+    let attempts = Attempts::default();
+    let consumer = RabbitConsumer::new(Inbox::new(db.pool.clone(), "billing")).concurrency(4);
+    let (stop, task) = spawn_consumer(consumer, deliveries, Arc::clone(&attempts), &[]);
+    let started = Instant::now();
+    outbox
+        .run_until(async {
+            let all = eventually(Duration::from_secs(120), || async {
+                handled_count(&db).await >= N
+            })
+            .await;
+            assert!(all, "{} of {N} handled", handled_count(&db).await);
+        })
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    // Anything handled twice would show by now.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.send(()).unwrap();
+    let consumed = task.await.unwrap().expect("stopped, not ended");
+
+    let rows = handled_rows(&db).await;
+    assert_eq!(rows.len(), N as usize, "each event handled exactly once");
+    let handled_ids: HashSet<String> = rows.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(handled_ids, ids, "under its outbox id");
+    let ns: Vec<i64> = rows.iter().map(|(_, n)| *n).collect();
+    assert_eq!(ns, (0..N).collect::<Vec<_>>());
+    assert_eq!(inbox_ids(&db, "billing").await, N);
+    assert_eq!(consumed.processed, N as u64, "{consumed:?}");
+    assert_eq!(
+        (
+            consumed.handler_failed,
+            consumed.database_failed,
+            consumed.ack_failed
+        ),
+        (0, 0, 0),
+        "{consumed:?}"
+    );
+    assert_eq!(consumed.without_id, 0);
+    let attempts = attempts.lock().unwrap().clone();
+    assert_eq!(attempts.len(), N as usize);
+    for a in &attempts {
+        assert_eq!(
+            a.subject,
+            format!("shop.orders.{}", a.n % 5),
+            "the routing key"
+        );
+        assert_eq!(a.headers.get("tenant").map(String::as_str), Some("acme"));
+        assert_eq!(
+            a.headers.get("Content-Type").map(String::as_str),
+            Some("application/json")
+        );
+        assert!(!a.redelivered);
+    }
+    // Everything was acknowledged: nothing comes back when the channel closes.
+    consumer_channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(ready_in(&channel, &queue).await, 0, "every delivery acked");
+    println!("{N} events relayed and consumed in {took:?}: {consumed:?}");
+    remove(&channel, &exchange, &queue).await;
+}
+
+/// The handler fails the first time for one event: its insert is rolled back, the delivery
+/// is nack'd after the default 1 s and comes again marked redelivered, and the event is
+/// handled once in the end; the others are not held up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handler_is_redelivered_and_handled_once() {
+    const N: i64 = 20;
+    const FAILS: i64 = 7;
+    let admin_conn = broker().await;
+    let channel = admin_conn.create_channel().await.unwrap();
+    let (exchange, queue) = topology(&channel, ExchangeKind::Direct, "ledger").await;
+    let db = Db::new().await;
+    let relay = RabbitRelay::connect(AMQP, &exchange).await.unwrap();
+    let outbox = outbox_with(&db, relay, QueueOptions::new()).await;
+    consumer_db(&db).await;
+    let events: Vec<Event> = (0..N)
+        .map(|n| Event::json("ledger", &serde_json::json!({ "n": n })).unwrap())
+        .collect();
+    db.enqueue(&events).await;
+
+    let consumer_conn = broker().await;
+    let (consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 10).await;
+    let attempts = Attempts::default();
+    let consumer = RabbitConsumer::new(Inbox::new(db.pool.clone(), "ledger"));
+    let (stop, task) = spawn_consumer(consumer, deliveries, Arc::clone(&attempts), &[FAILS]);
+    outbox
+        .run_until(async {
+            let all = eventually(Duration::from_secs(60), || async {
+                handled_count(&db).await >= N
+            })
+            .await;
+            assert!(all, "{} of {N} handled", handled_count(&db).await);
+        })
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.send(()).unwrap();
+    let consumed = task.await.unwrap().expect("stopped, not ended");
+
+    let rows = handled_rows(&db).await;
+    assert_eq!(
+        rows.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+        (0..N).collect::<Vec<_>>(),
+        "each once: the failed attempt's insert was rolled back"
+    );
+    assert_eq!(consumed.processed, N as u64, "{consumed:?}");
+    assert_eq!(consumed.handler_failed, 1, "{consumed:?}");
+    assert_eq!(consumed.skipped, 0, "{consumed:?}");
+    let attempts = attempts.lock().unwrap().clone();
+    let at_failing: Vec<Attempt> = attempts.iter().filter(|a| a.n == FAILS).cloned().collect();
+    assert_eq!(at_failing.len(), 2, "{at_failing:?}");
+    assert!(
+        !at_failing[0].redelivered && at_failing[1].redelivered,
+        "{at_failing:?}"
+    );
+    let gap = at_failing[1].at - at_failing[0].at;
+    assert!(
+        gap >= Duration::from_millis(950),
+        "redelivered after the 1 s nack delay, not at once: {gap:?}"
+    );
+    // The events after the failed one went on meanwhile.
+    let after = attempts
+        .iter()
+        .position(|a| a.n == FAILS && a.redelivered)
+        .unwrap();
+    assert!(
+        attempts[..after].iter().any(|a| a.n > FAILS),
+        "later events were handled while the failed one waited: {attempts:?}"
+    );
+    consumer_channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(ready_in(&channel, &queue).await, 0, "every delivery acked");
+    println!("redelivered after {gap:?}: {consumed:?}");
+    remove(&channel, &exchange, &queue).await;
+}
+
+/// Publishes `payload` to `exchange` with `routing_key` and the `message_id` if any, and
+/// waits for the confirm.
+async fn publish_raw(
+    channel: &Channel,
+    exchange: &str,
+    routing_key: &str,
+    message_id: Option<&str>,
+    payload: &[u8],
+) {
+    let mut properties = BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into());
+    if let Some(id) = message_id {
+        properties = properties.with_message_id(id.into());
+    }
+    let confirm = channel
+        .basic_publish(
+            exchange.into(),
+            routing_key.into(),
+            BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            },
+            payload,
+            properties,
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(confirm.is_ack(), "{confirm:?}");
+}
+
+/// The same message published twice with one message_id: handled once, both deliveries
+/// acked. Without message_id the content decides: the same message twice is handled once,
+/// a different one is handled too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_published_twice_with_one_id_is_handled_once() {
+    let admin_conn = broker().await;
+    let channel = admin_conn.create_channel().await.unwrap();
+    let (exchange, queue) = topology(&channel, ExchangeKind::Direct, "inbox").await;
+    let db = Db::new().await;
+    Outbox::new(db.backend()).migrate().await.unwrap();
+    consumer_db(&db).await;
+
+    let publisher = admin_conn.create_channel().await.unwrap();
+    publisher
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    let twice = br#"{"n":1}"#;
+    publish_raw(&publisher, &exchange, "inbox", Some("01SAMEID"), twice).await;
+    publish_raw(&publisher, &exchange, "inbox", Some("01SAMEID"), twice).await;
+    publish_raw(&publisher, &exchange, "inbox", None, br#"{"n":2}"#).await;
+    publish_raw(&publisher, &exchange, "inbox", None, br#"{"n":2}"#).await;
+    publish_raw(&publisher, &exchange, "inbox", None, br#"{"n":3}"#).await;
+    assert_eq!(ready_in(&channel, &queue).await, 5);
+
+    let consumer_conn = broker().await;
+    let (consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 10).await;
+    let attempts = Attempts::default();
+    let consumer = RabbitConsumer::new(Inbox::new(db.pool.clone(), "dedup"));
+    let (stop, task) = spawn_consumer(consumer, deliveries, Arc::clone(&attempts), &[]);
+    // One lane, queue order: once n = 3 is handled, the duplicates before it were seen.
+    let done = eventually(Duration::from_secs(30), || async {
+        handled_rows(&db).await.iter().any(|(_, n)| *n == 3)
+    })
+    .await;
+    assert!(done, "{:?}", handled_rows(&db).await);
+    stop.send(()).unwrap();
+    let consumed = task.await.unwrap().expect("stopped, not ended");
+
+    let rows = handled_rows(&db).await;
+    assert_eq!(
+        rows.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+        vec![1, 2, 3],
+        "{rows:?}"
+    );
+    assert_eq!(rows[0].0, "01SAMEID");
+    assert!(
+        rows[1].0.starts_with("amqp-sha256:") && rows[2].0.starts_with("amqp-sha256:"),
+        "{rows:?}"
+    );
+    assert_ne!(rows[1].0, rows[2].0);
+    assert_eq!(consumed.processed, 3, "{consumed:?}");
+    assert_eq!(consumed.skipped, 2, "{consumed:?}");
+    assert_eq!(consumed.without_id, 3, "{consumed:?}");
+    assert_eq!(consumed.ack_failed, 0, "{consumed:?}");
+    assert_eq!(
+        attempts.lock().unwrap().len(),
+        3,
+        "the handler ran once per message"
+    );
+    consumer_channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(ready_in(&channel, &queue).await, 0, "both copies acked");
+    remove(&channel, &exchange, &queue).await;
+}
+
+/// `MissingId::Reject`: a delivery without message_id is not handled and goes to the
+/// queue's dead-letter exchange; one with an id is handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_without_id_can_be_dead_lettered_instead() {
+    let admin_conn = broker().await;
+    let channel = admin_conn.create_channel().await.unwrap();
+    let (dlx, dlq) = topology(&channel, ExchangeKind::Fanout, "").await;
+    let exchange = unique("x");
+    let queue = unique("q");
+    channel
+        .exchange_declare(
+            exchange.as_str().into(),
+            ExchangeKind::Direct,
+            ExchangeDeclareOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let mut arguments = FieldTable::default();
+    arguments.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString(dlx.as_str().into()),
+    );
+    channel
+        .queue_declare(
+            queue.as_str().into(),
+            QueueDeclareOptions::durable(),
+            arguments,
+        )
+        .await
+        .unwrap();
+    channel
+        .queue_bind(
+            queue.as_str().into(),
+            exchange.as_str().into(),
+            "strict".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let db = Db::new().await;
+    Outbox::new(db.backend()).migrate().await.unwrap();
+    consumer_db(&db).await;
+    let publisher = admin_conn.create_channel().await.unwrap();
+    publisher
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    publish_raw(&publisher, &exchange, "strict", None, br#"{"n":1}"#).await;
+    publish_raw(
+        &publisher,
+        &exchange,
+        "strict",
+        Some("01WITHID"),
+        br#"{"n":2}"#,
+    )
+    .await;
+
+    let consumer_conn = broker().await;
+    let (consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 10).await;
+    let consumer =
+        RabbitConsumer::new(Inbox::new(db.pool.clone(), "strict")).missing_id(MissingId::Reject);
+    let (stop, task) = spawn_consumer(consumer, deliveries, Attempts::default(), &[]);
+    let done = eventually(Duration::from_secs(30), || async {
+        handled_count(&db).await >= 1 && ready_in(&channel, &dlq).await >= 1
+    })
+    .await;
+    assert!(done, "handled {}", handled_count(&db).await);
+    stop.send(()).unwrap();
+    let consumed = task.await.unwrap().expect("stopped, not ended");
+    let rows = handled_rows(&db).await;
+    assert_eq!(rows, vec![("01WITHID".to_owned(), 2)]);
+    assert_eq!(
+        (consumed.processed, consumed.without_id, consumed.rejected),
+        (1, 1, 1),
+        "{consumed:?}"
+    );
+    assert_eq!(ready_in(&channel, &dlq).await, 1, "dead-lettered, not lost");
+    consumer_channel.close(200, "OK".into()).await.unwrap();
+    assert_eq!(ready_in(&channel, &queue).await, 0);
+    remove(&channel, &exchange, &queue).await;
+    remove(&channel, &dlx, &dlq).await;
+}
+
+/// The consumer ending on its own is an error that says why: the broker closing its
+/// channel (404 on that channel) ends it with lapin's error; its queue deleted cancels it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_ending_is_an_error_with_the_reason() {
+    let admin_conn = broker().await;
+    let channel = admin_conn.create_channel().await.unwrap();
+    let (exchange, queue) = topology(&channel, ExchangeKind::Direct, "end").await;
+    let db = Db::new().await;
+    Outbox::new(db.backend()).migrate().await.unwrap();
+    consumer_db(&db).await;
+    let consumer_conn = broker().await;
+
+    // The broker closes the consumer's channel.
+    let (consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 10).await;
+    let consumer = RabbitConsumer::new(Inbox::new(db.pool.clone(), "end"));
+    let (_stop, task) = spawn_consumer(consumer.clone(), deliveries, Attempts::default(), &[]);
+    let missing = unique("missing");
+    let refused = consumer_channel
+        .queue_declare(
+            missing.as_str().into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await;
+    assert!(refused.is_err());
+    let ended = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("consume returns when its channel closes")
+        .unwrap()
+        .unwrap_err();
+    let text = ended.to_string();
+    assert!(
+        matches!(&ended, ConsumeError::Closed { queue: q, .. } if *q == queue),
+        "{ended:?}"
+    );
+    assert!(
+        text.contains(&queue) && text.contains("NOT_FOUND"),
+        "{text}"
+    );
+
+    // The queue is deleted under it.
+    let (_consumer_channel, deliveries) = consumer_on(&consumer_conn, &queue, 10).await;
+    let (_stop, task) = spawn_consumer(consumer, deliveries, Attempts::default(), &[]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    remove(&channel, &exchange, &queue).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("consume returns when its queue is deleted")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(&ended, ConsumeError::Cancelled { queue: q, .. } if *q == queue),
+        "{ended:?}"
+    );
+    assert!(ended.to_string().contains("cancelled"), "{ended}");
+    assert_eq!(ended.consumed(), Consumed::default());
+}
