@@ -899,3 +899,223 @@ async fn each_keys_events_are_stored_in_enqueue_order() {
     }
     js.delete_stream(&name).await.unwrap();
 }
+
+// ---------------------------------------------------------------------------------------
+// The consuming side: `consume` through the inbox
+
+/// Events relayed to a stream with a 1 s duplicate window are consumed through
+/// `NatsConsumer` (4 lanes) into a SQLite table with the inbox: each lands once with its
+/// outbox id, subject, headers and payload; one event re-published after the window (so
+/// the stream stores it twice) reaches the handler once, its second copy skipped; a
+/// handler failure is nak'd and the redelivery (marked redelivered) commits once; a
+/// message published without `Nats-Msg-Id` is recorded under its stream sequence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumed_events_reach_the_handler_once_through_the_inbox() {
+    use outbox_publish::{
+        nats::{NatsConsumer, DEFAULT_NAK_DELAY},
+        Inbox, Received,
+    };
+
+    const N: usize = 500;
+    let js = jetstream::new(connect(SHARED).await);
+    let name = unique("OUTBOX_CONSUME_");
+    let prefix = unique("tconsume");
+    ensure_stream(
+        &js,
+        StreamSettings::new(name.clone(), [format!("{prefix}.>")])
+            .duplicate_window(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let dir = TempDir::new("consume");
+    let relay = NatsRelay::new(js.clone());
+    let (outbox, pool) =
+        outbox_with(&dir, relay.clone(), QueueOptions::new().concurrency(16)).await;
+    outbox_core::sqlx::query(
+        "CREATE TABLE got (id TEXT PRIMARY KEY, subject TEXT NOT NULL, payload BLOB NOT NULL, \
+         n TEXT, redelivered INTEGER NOT NULL)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let events: Vec<Event> = (0..N).map(|i| event(&prefix, i)).collect();
+    let ids = enqueue(&pool, &events).await;
+    let report = outbox.drain().await.unwrap();
+    assert_eq!(report.counts.delivered, N as u64, "{report:?}");
+
+    // Event 7 again, after the stream's duplicate window: stored a second time.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let again = relay.publish(&ids[7], &events[7]).await.unwrap();
+    assert!(!again.duplicate, "outside the window: stored again");
+    // A message of another publisher, without Nats-Msg-Id.
+    js.publish(format!("{prefix}.foreign"), "no id".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!(stored(&js, &name).await, N as u64 + 2);
+
+    let consumer = js
+        .get_stream(&name)
+        .await
+        .unwrap()
+        .create_consumer(consumer::pull::Config {
+            durable_name: Some("billing".into()),
+            ack_policy: consumer::AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(10),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let calls: Arc<Mutex<HashMap<String, Vec<bool>>>> = Arc::default();
+    let fail_once = ids[3].clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let messages = consumer.messages().await.unwrap().take_until(stopped);
+    let running = tokio::spawn({
+        let calls = Arc::clone(&calls);
+        let inbox = Inbox::new(pool.clone(), "billing");
+        async move {
+            NatsConsumer::new(inbox)
+                .concurrency(4)
+                .nak_delay(Duration::from_millis(100), Duration::from_secs(1))
+                .run(
+                    messages,
+                    move |tx: &mut outbox_core::sqlx::Transaction<
+                        'static,
+                        outbox_core::sqlx::Sqlite,
+                    >,
+                          e: &Received| {
+                        let first_call = {
+                            let mut calls = calls.lock().unwrap();
+                            let seen = calls.entry(e.id.clone()).or_default();
+                            seen.push(e.redelivered);
+                            seen.len() == 1
+                        };
+                        let fail = first_call && e.id == fail_once;
+                        Box::pin(async move {
+                            outbox_core::sqlx::query(
+                                "INSERT INTO got (id, subject, payload, n, redelivered) \
+                                 VALUES (?, ?, ?, ?, ?)",
+                            )
+                            .bind(&e.id)
+                            .bind(&e.subject)
+                            .bind(&e.payload)
+                            .bind(e.headers.get("n"))
+                            .bind(e.redelivered)
+                            .execute(&mut **tx)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                            if fail {
+                                return Err("the ledger is closed (once)".to_owned());
+                            }
+                            Ok(())
+                        })
+                    },
+                )
+                .await
+        }
+    });
+
+    let got = async || -> i64 {
+        outbox_core::sqlx::query_scalar("SELECT COUNT(*) FROM got")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    until(
+        "every message handled",
+        Duration::from_secs(60),
+        async || got().await == N as i64 + 1,
+    )
+    .await;
+    // Until the consumer has every message acknowledged (the duplicate included).
+    until(
+        "every message acknowledged",
+        Duration::from_secs(30),
+        async || {
+            let info = js
+                .get_stream(&name)
+                .await
+                .unwrap()
+                .get_consumer::<consumer::pull::Config>("billing")
+                .await
+                .unwrap()
+                .info()
+                .await
+                .unwrap()
+                .clone();
+            info.num_pending == 0 && info.num_ack_pending == 0
+        },
+    )
+    .await;
+    stop.send(()).unwrap();
+    let consumed = running.await.unwrap().unwrap();
+    println!("consumed: {consumed:?}");
+
+    assert_eq!(consumed.processed, N as u64 + 1, "{consumed:?}");
+    assert_eq!(
+        consumed.skipped, 1,
+        "the second copy of event 7: {consumed:?}"
+    );
+    assert_eq!(consumed.handler_failed, 1, "{consumed:?}");
+    assert_eq!(consumed.without_id, 1, "{consumed:?}");
+    assert_eq!((consumed.database_failed, consumed.ack_failed), (0, 0));
+    assert_eq!(got().await, N as i64 + 1);
+
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(
+        calls.len(),
+        N + 1,
+        "one id per message, the duplicate's shared"
+    );
+    assert_eq!(
+        calls[&ids[3]],
+        [false, true],
+        "failed once, then redelivered and committed"
+    );
+    assert_eq!(
+        calls[&ids[7]].len(),
+        1,
+        "the re-published copy never reached the handler"
+    );
+    for id in ids.iter().filter(|id| **id != ids[3]) {
+        assert_eq!(calls[id], [false], "{id}: one call");
+    }
+    let foreign: Vec<&String> = calls.keys().filter(|id| !ids.contains(id)).collect();
+    assert_eq!(foreign.len(), 1);
+    assert!(
+        foreign[0].starts_with(&format!("stream:{name}:")),
+        "recorded under its stream sequence: {}",
+        foreign[0]
+    );
+
+    let rows: Vec<(String, String, Vec<u8>, Option<String>)> =
+        outbox_core::sqlx::query_as("SELECT id, subject, payload, n FROM got")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let by_id: HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    for (id, subject, payload, n) in &rows {
+        let Some(&i) = by_id.get(id.as_str()) else {
+            assert_eq!(payload.as_slice(), b"no id");
+            continue;
+        };
+        assert_eq!(subject, &events[i].subject);
+        assert_eq!(payload, &events[i].payload.to_bytes(), "payload of {i}");
+        assert_eq!(n.as_deref(), Some(i.to_string().as_str()));
+    }
+    let recorded: i64 = outbox_core::sqlx::query_scalar(
+        "SELECT COUNT(*) FROM outbox_inbox WHERE consumer = 'billing'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(recorded, N as i64 + 1, "the inbox holds each id once");
+    assert!(DEFAULT_NAK_DELAY > Duration::ZERO);
+
+    js.delete_stream(&name).await.unwrap();
+}

@@ -25,6 +25,7 @@ mod processes;
 mod providers;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod publish;
 mod shaping;
 #[path = "../common/smtp_sink.rs"]
 mod smtp_sink;
@@ -295,6 +296,27 @@ macro_rules! conformance {
             async fn a_list_email_without_unsubscribe_waits_for_the_fix() {
                 unknown_users::a_list_email_without_unsubscribe_waits_for_the_fix::<H>().await
             }
+            /// Events through the real broker (`-- publish` runs these).
+            mod publish {
+                use super::H;
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn a_hundred_thousand_events_reach_the_inbox_once() {
+                    crate::publish::a_hundred_thousand_events_reach_the_inbox_once::<H>().await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn the_relay_killed_ten_times_loses_nothing() {
+                    crate::publish::the_relay_killed_ten_times_loses_nothing::<H>().await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn a_private_broker_restarted_mid_run_loses_nothing() {
+                    crate::publish::a_private_broker_restarted_mid_run_loses_nothing::<H>().await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn two_relays_keep_each_keys_order() {
+                    crate::publish::two_relays_keep_each_keys_order::<H>().await
+                }
+            }
             #[allow(unused_imports)]
             use harness::Harness as _;
         }
@@ -331,6 +353,18 @@ async fn child_worker() {
     ) else {
         return;
     };
+    if role.starts_with("publish-") {
+        // A relay process of the publish cases.
+        return match backend.as_str() {
+            #[cfg(feature = "sqlite")]
+            "sqlite" => publish::child::<harness::SqliteHarness>(&role, &url).await,
+            #[cfg(feature = "postgres")]
+            "postgres" => publish::child::<harness::PostgresHarness>(&role, &url).await,
+            #[cfg(feature = "mysql")]
+            "mysql" => publish::child::<harness::MySqlHarness>(&role, &url).await,
+            other => panic!("unknown backend {other}"),
+        };
+    }
     match backend.as_str() {
         #[cfg(feature = "sqlite")]
         "sqlite" => processes::child::<harness::SqliteHarness>(&role, &url).await,
