@@ -119,6 +119,13 @@ pub mod guide {
     #[doc = include_str!("../docs/guides/webhooks.md")]
     pub mod webhooks {}
 
+    /// Publishing events to NATS JetStream or RabbitMQ: the event, the relays and what each
+    /// broker answer means, broker settings for "0 lost", order per key, the consumer's
+    /// inbox, Kafka (features `nats` and `rabbitmq`).
+    #[cfg(all(feature = "nats", feature = "rabbitmq", feature = "sqlite"))]
+    #[doc = include_str!("../docs/guides/publishing.md")]
+    pub mod publishing {}
+
     /// Operating: the command line, the web admin, metrics and traces.
     #[doc = include_str!("../docs/guides/operating.md")]
     pub mod operating {}
