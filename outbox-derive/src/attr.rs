@@ -145,7 +145,12 @@ fn parse_item(meta: &ParseNestedMeta, out: &mut Attrs, errors: &mut Errors) -> R
                 errors.push(Error::new_spanned(&meta.path, msg));
                 skip_value(meta)?;
             } else {
-                set(&mut out.ordered, Ok(syn::spanned::Spanned::span(&meta.path)), meta, errors);
+                set(
+                    &mut out.ordered,
+                    Ok(syn::spanned::Spanned::span(&meta.path)),
+                    meta,
+                    errors,
+                );
             }
         }
         "max_attempts" | "priority" => {
