@@ -264,7 +264,7 @@ pub async fn claim<H: PortHarness>(
         .expect("claim")
 }
 
-/// [`claim`] for a type whose messages carry ordering keys (the ordered statement).
+/// [`claim()`] for a type whose messages carry ordering keys (the ordered statement).
 pub async fn claim_ordered<H: PortHarness>(
     h: &H,
     type_tag: &str,
