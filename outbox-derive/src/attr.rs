@@ -51,10 +51,28 @@ const TIMEOUT_FORMS: &str = "an integer followed by `ms`, `s`, `m` or `h` \
 /// Reads the derive input into the model; attribute errors go to `errors` and parsing
 /// carries on.
 pub fn input<'a>(node: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
+    let (shape, misplaced) = shape_of(node, "outbox");
+    Input {
+        ident: &node.ident,
+        generics: &node.generics,
+        shape,
+        attrs: get(&node.attrs, errors),
+        misplaced,
+    }
+}
+
+/// The input's shape, and the `#[name(...)]` attributes on its fields and variants, where
+/// none belong (shared by the derives, each with its attribute's name).
+pub fn shape_of<'a>(node: &'a DeriveInput, name: &str) -> (Shape<'a>, Vec<&'a Attribute>) {
+    let named = |attrs: &'a [Attribute]| {
+        let name = name.to_owned();
+        attrs.iter().filter(move |attr| attr.path().is_ident(&name))
+    };
+    let on_fields = |fields: &'a Fields| fields.iter().flat_map(|f| named(&f.attrs));
     let mut misplaced = Vec::new();
     let shape = match &node.data {
         Data::Struct(data) => {
-            misplaced.extend(field_attrs(&data.fields));
+            misplaced.extend(on_fields(&data.fields));
             match &data.fields {
                 Fields::Named(fields) => Shape::Named(
                     fields
@@ -69,30 +87,17 @@ pub fn input<'a>(node: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
         }
         Data::Enum(data) => {
             for variant in &data.variants {
-                misplaced.extend(outbox_attrs(&variant.attrs));
-                misplaced.extend(field_attrs(&variant.fields));
+                misplaced.extend(named(&variant.attrs));
+                misplaced.extend(on_fields(&variant.fields));
             }
             Shape::Enum
         }
-        Data::Union(data) => Shape::Union(data.union_token.span),
+        Data::Union(data) => {
+            misplaced.extend(data.fields.named.iter().flat_map(|f| named(&f.attrs)));
+            Shape::Union(data.union_token.span)
+        }
     };
-    Input {
-        ident: &node.ident,
-        generics: &node.generics,
-        shape,
-        attrs: get(&node.attrs, errors),
-        misplaced,
-    }
-}
-
-/// The `#[outbox(...)]` attributes among `attrs`.
-fn outbox_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
-    attrs.iter().filter(|attr| attr.path().is_ident("outbox"))
-}
-
-/// The `#[outbox(...)]` attributes on any of `fields`.
-fn field_attrs(fields: &Fields) -> impl Iterator<Item = &Attribute> {
-    fields.iter().flat_map(|field| outbox_attrs(&field.attrs))
+    (shape, misplaced)
 }
 
 /// Reads every `#[outbox(...)]` attribute in `attrs`; errors go to `errors`.

@@ -9,13 +9,9 @@ use proc_macro2::TokenTree;
 use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
-use syn::{
-    token, Attribute, Data, DeriveInput, Error, Expr, ExprLit, Fields, Lit, LitStr, Path, Result,
-    Token,
-};
+use syn::{token, Attribute, DeriveInput, Error, Expr, ExprLit, Lit, LitStr, Path, Result, Token};
 
 use super::ast::{Attrs, Input, Part, Pattern};
-use crate::ast::Shape;
 use crate::valid::{closest, Errors};
 
 /// The keys accepted inside `#[publish(...)]`.
@@ -28,39 +24,7 @@ const ACCEPTED: &str =
 /// Reads the derive input into the model; attribute errors go to `errors` and parsing
 /// carries on.
 pub fn input<'a>(node: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
-    let mut misplaced = Vec::new();
-    let shape = match &node.data {
-        Data::Struct(data) => {
-            misplaced.extend(field_attrs(&data.fields));
-            match &data.fields {
-                Fields::Named(fields) => Shape::Named(
-                    fields
-                        .named
-                        .iter()
-                        .filter_map(|f| f.ident.as_ref())
-                        .collect(),
-                ),
-                Fields::Unnamed(_) => Shape::Tuple,
-                Fields::Unit => Shape::Unit,
-            }
-        }
-        Data::Enum(data) => {
-            for variant in &data.variants {
-                misplaced.extend(publish_attrs(&variant.attrs));
-                misplaced.extend(field_attrs(&variant.fields));
-            }
-            Shape::Enum
-        }
-        Data::Union(data) => {
-            misplaced.extend(
-                data.fields
-                    .named
-                    .iter()
-                    .flat_map(|f| publish_attrs(&f.attrs)),
-            );
-            Shape::Union(data.union_token.span)
-        }
-    };
+    let (shape, misplaced) = crate::attr::shape_of(node, "publish");
     Input {
         ident: &node.ident,
         generics: &node.generics,
@@ -73,11 +37,6 @@ pub fn input<'a>(node: &'a DeriveInput, errors: &mut Errors) -> Input<'a> {
 /// The `#[publish(...)]` attributes among `attrs`.
 fn publish_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
     attrs.iter().filter(|attr| attr.path().is_ident("publish"))
-}
-
-/// The `#[publish(...)]` attributes on any of `fields`.
-fn field_attrs(fields: &Fields) -> impl Iterator<Item = &Attribute> {
-    fields.iter().flat_map(|field| publish_attrs(&field.attrs))
 }
 
 /// Reads every `#[publish(...)]` attribute in `attrs`; errors go to `errors`.
