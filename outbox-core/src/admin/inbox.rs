@@ -8,17 +8,18 @@ use crate::{
     store::{Backend, ProcessedCount},
 };
 
-/// Rows deleted per statement by [`Inbox::prune`].
+/// Rows deleted per statement by [`ProcessedIds::prune`].
 const PRUNE_BATCH: u32 = 1_000;
 
-/// The processed ids of consumers ([`crate::inbox`]), from any process on the database.
+/// The processed ids of consumers' inboxes ([`crate::inbox`]), from any process on the
+/// database ([`Admin::inbox`](crate::Admin::inbox)).
 #[derive(Clone)]
-pub struct Inbox<B> {
+pub struct ProcessedIds<B> {
     backend: B,
     clock: Arc<dyn Clock>,
 }
 
-impl<B: Backend> Inbox<B> {
+impl<B: Backend> ProcessedIds<B> {
     pub(crate) fn new(backend: B, clock: Arc<dyn Clock>) -> Self {
         Self { backend, clock }
     }

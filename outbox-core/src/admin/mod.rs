@@ -25,7 +25,7 @@ pub use crate::store::{
 pub use dead_letters::DeadLetters;
 pub use endpoints::Endpoints;
 pub use groups::Groups;
-pub use inbox::Inbox;
+pub use inbox::ProcessedIds;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_HELD_KEYS, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
@@ -147,8 +147,8 @@ impl<B: Backend> Admin<B> {
     }
 
     /// The consumers' inbox ([`crate::inbox`]): what it holds, and pruning it.
-    pub fn inbox(&self) -> Inbox<B> {
-        Inbox::new(self.backend.clone(), Arc::clone(&self.clock))
+    pub fn inbox(&self) -> ProcessedIds<B> {
+        ProcessedIds::new(self.backend.clone(), Arc::clone(&self.clock))
     }
 
     /// The suppression list: list, add, remove, and the messages it stopped.
