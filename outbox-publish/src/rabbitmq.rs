@@ -800,7 +800,7 @@ const CONSUME_METRIC: &str = "outbox_consume_total";
 /// default).
 ///
 /// ```no_run
-/// use lapin::{
+/// use outbox_publish::rabbitmq::lapin::{
 ///     options::{BasicConsumeOptions, BasicQosOptions},
 ///     types::FieldTable,
 ///     Connection, ConnectionProperties,
@@ -905,6 +905,7 @@ pub struct RabbitConsumer<DB: sqlx::Database> {
     nack_delay: Duration,
     max_nack_delay: Duration,
     missing_id: MissingId,
+    totals: Arc<Counters>,
 }
 
 impl<DB: sqlx::Database> Clone for RabbitConsumer<DB> {
@@ -915,6 +916,7 @@ impl<DB: sqlx::Database> Clone for RabbitConsumer<DB> {
             nack_delay: self.nack_delay,
             max_nack_delay: self.max_nack_delay,
             missing_id: self.missing_id,
+            totals: self.totals.clone(),
         }
     }
 }
@@ -1006,7 +1008,8 @@ impl ConsumeError {
     }
 }
 
-/// [`Consumed`] counted from several lanes.
+/// [`Consumed`] counted from several lanes: one run's, each count also added to the
+/// consumer's totals ([`RabbitConsumer::consumed`]).
 #[derive(Default)]
 struct Counters {
     processed: AtomicU64,
@@ -1017,13 +1020,61 @@ struct Counters {
     without_id: AtomicU64,
     rejected: AtomicU64,
     stream_errors: AtomicU64,
+    totals: Option<Arc<Counters>>,
+}
+
+/// What became of a delivery (or the stream), counted in [`Counters`] and in
+/// `outbox_consume_total`.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Processed,
+    Skipped,
+    HandlerFailed,
+    DatabaseFailed,
+    AckFailed,
+    WithoutId,
+    Rejected,
+    StreamError,
 }
 
 impl Counters {
-    fn add(counter: &AtomicU64, outcome: &'static str) {
-        counter.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(CONSUME_METRIC, "broker" => "rabbitmq", "outcome" => outcome)
-            .increment(1);
+    /// One run's counters, adding to `totals` as well.
+    fn for_run(totals: &Arc<Counters>) -> Self {
+        Self {
+            totals: Some(totals.clone()),
+            ..Self::default()
+        }
+    }
+
+    fn counter(&self, outcome: Outcome) -> &AtomicU64 {
+        match outcome {
+            Outcome::Processed => &self.processed,
+            Outcome::Skipped => &self.skipped,
+            Outcome::HandlerFailed => &self.handler_failed,
+            Outcome::DatabaseFailed => &self.database_failed,
+            Outcome::AckFailed => &self.ack_failed,
+            Outcome::WithoutId => &self.without_id,
+            Outcome::Rejected => &self.rejected,
+            Outcome::StreamError => &self.stream_errors,
+        }
+    }
+
+    fn add(&self, outcome: Outcome) {
+        self.counter(outcome).fetch_add(1, Ordering::Relaxed);
+        if let Some(totals) = &self.totals {
+            totals.counter(outcome).fetch_add(1, Ordering::Relaxed);
+        }
+        let label = match outcome {
+            Outcome::Processed => "processed",
+            Outcome::Skipped => "skipped",
+            Outcome::HandlerFailed => "handler_failed",
+            Outcome::DatabaseFailed => "database_failed",
+            Outcome::AckFailed => "ack_failed",
+            Outcome::WithoutId => "without_id",
+            Outcome::Rejected => "rejected",
+            Outcome::StreamError => "stream_error",
+        };
+        metrics::counter!(CONSUME_METRIC, "broker" => "rabbitmq", "outcome" => label).increment(1);
     }
 
     fn snapshot(&self) -> Consumed {
@@ -1069,7 +1120,15 @@ where
             nack_delay: DEFAULT_NACK_DELAY,
             max_nack_delay: DEFAULT_MAX_NACK_DELAY,
             missing_id: MissingId::default(),
+            totals: Arc::default(),
         }
+    }
+
+    /// What this consumer and its clones have consumed so far, over all their runs
+    /// (each run's own counts are what it returns): read while a run goes on, for a
+    /// progress display or a check that a queue was worked off.
+    pub fn consumed(&self) -> Consumed {
+        self.totals.snapshot()
     }
 
     /// Handles up to `n` deliveries at once (default 1, at least 1), each in its own
@@ -1171,7 +1230,7 @@ where
             )));
         }
         let queue = consumer.queue().to_string();
-        let counters = Counters::default();
+        let counters = Counters::for_run(&self.totals);
         let (nacks, nack_requests) = mpsc::unbounded::<Nack>();
         // Room for one delivery waiting per lane: RabbitMQ's prefetch is the buffer.
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..self.concurrency)
@@ -1209,7 +1268,7 @@ where
                         let _ = senders[lane].send(delivery).await;
                     }
                     Some(Err(error)) => {
-                        Counters::add(&counters_ref.stream_errors, "stream_error");
+                        counters_ref.add(Outcome::StreamError);
                         tracing::warn!(
                             queue = %shown(queue_ref), error = %error,
                             "the RabbitMQ consumer reported an error"
@@ -1269,7 +1328,7 @@ where
         let (id, by_content) = match usable_id(&properties) {
             Some(id) => (id.to_owned(), false),
             None => {
-                Counters::add(&counters.without_id, "without_id");
+                counters.add(Outcome::WithoutId);
                 let given = properties
                     .message_id()
                     .as_ref()
@@ -1277,7 +1336,7 @@ where
                     .unwrap_or_else(|| "no message_id".to_owned());
                 match self.missing_id {
                     MissingId::Reject => {
-                        Counters::add(&counters.rejected, "rejected");
+                        counters.add(Outcome::Rejected);
                         tracing::error!(
                             queue = %shown(queue), exchange = %shown(exchange.as_str()),
                             routing_key = %shown(routing_key.as_str()),
@@ -1319,9 +1378,9 @@ where
         match self.inbox.handle(&received, handler).await {
             Ok(handled) => {
                 match handled {
-                    Handled::Processed => Counters::add(&counters.processed, "processed"),
+                    Handled::Processed => counters.add(Outcome::Processed),
                     Handled::Skipped => {
-                        Counters::add(&counters.skipped, "skipped");
+                        counters.add(Outcome::Skipped);
                         if by_content && !redelivered {
                             tracing::warn!(
                                 queue = %shown(queue), routing_key = %shown(&received.subject),
@@ -1339,7 +1398,7 @@ where
                     Ok(false) => "the channel is closed".to_owned(),
                     Err(e) => e.to_string(),
                 };
-                Counters::add(&counters.ack_failed, "ack_failed");
+                counters.add(Outcome::AckFailed);
                 tracing::warn!(
                     queue = %shown(queue), id = %shown(&received.id), error = %why,
                     "the ack of a handled delivery was not sent: RabbitMQ requeues it, and \
@@ -1348,19 +1407,13 @@ where
             }
             Err(failure) => {
                 let delay = self.delay(earlier_deliveries(&properties, redelivered));
-                let (counter, outcome, what) = match &failure {
-                    InboxError::Handler(_) => (
-                        &counters.handler_failed,
-                        "handler_failed",
-                        "the handler failed",
-                    ),
-                    InboxError::Database(_) | InboxError::NoId => (
-                        &counters.database_failed,
-                        "database_failed",
-                        "the inbox's database failed",
-                    ),
+                let (outcome, what) = match &failure {
+                    InboxError::Handler(_) => (Outcome::HandlerFailed, "the handler failed"),
+                    InboxError::Database(_) | InboxError::NoId => {
+                        (Outcome::DatabaseFailed, "the inbox's database failed")
+                    }
                 };
-                Counters::add(counter, outcome);
+                counters.add(outcome);
                 let error = match &failure {
                     InboxError::Handler(e) => e.to_string(),
                     other => other.to_string(),
@@ -1861,3 +1914,8 @@ mod consume_tests {
         assert_eq!(earlier_deliveries(&quorum, true), 4);
     }
 }
+
+/// The AMQP client the relay and the consumer are built on (lapin 4.12), so an application
+/// names the same version for [`RabbitRelay::new`]'s connection and [`RabbitConsumer::run`]'s
+/// consumer: `outbox_publish::rabbitmq::lapin::Connection::connect(..)`.
+pub use lapin;

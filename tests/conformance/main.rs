@@ -296,29 +296,40 @@ macro_rules! conformance {
             async fn a_list_email_without_unsubscribe_waits_for_the_fix() {
                 unknown_users::a_list_email_without_unsubscribe_waits_for_the_fix::<H>().await
             }
-            /// Events through the real broker (`-- publish` runs these).
+            /// Events through the real brokers (`-- publish` runs these).
             mod publish {
-                use super::H;
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn a_hundred_thousand_events_reach_the_inbox_once() {
-                    crate::publish::a_hundred_thousand_events_reach_the_inbox_once::<H>().await
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn the_relay_killed_ten_times_loses_nothing() {
-                    crate::publish::the_relay_killed_ten_times_loses_nothing::<H>().await
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn a_private_broker_restarted_mid_run_loses_nothing() {
-                    crate::publish::a_private_broker_restarted_mid_run_loses_nothing::<H>().await
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn two_relays_keep_each_keys_order() {
-                    crate::publish::two_relays_keep_each_keys_order::<H>().await
-                }
+                publish_cases!(nats, crate::publish::Nats);
+                publish_cases!(rabbitmq, crate::publish::Rabbit);
             }
             #[allow(unused_imports)]
             use harness::Harness as _;
+        }
+    };
+}
+
+/// The publish cases of one database (`super::super::H`) through broker `$broker`.
+macro_rules! publish_cases {
+    ($name:ident, $broker:ty) => {
+        mod $name {
+            use super::super::H;
+            type B = $broker;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_event_reaches_the_inbox_once() {
+                crate::publish::every_event_reaches_the_inbox_once::<H, B>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn the_relay_killed_ten_times_loses_nothing() {
+                crate::publish::the_relay_killed_ten_times_loses_nothing::<H, B>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_private_broker_restarted_mid_run_loses_nothing() {
+                crate::publish::a_private_broker_restarted_mid_run_loses_nothing::<H, B>().await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn two_relays_keep_each_keys_order() {
+                crate::publish::two_relays_keep_each_keys_order::<H, B>().await
+            }
         }
     };
 }
