@@ -136,10 +136,9 @@ async fn a_bounce_naming_the_providers_id_is_tied_to_the_delivered_message() {
     // Postmark's bounce webhook names the email by its MessageID only.
     // The bounce comes after the delivery it reports: five minutes from now (a fixed date
     // would fall before the delivery once the calendar passes it).
-    let bounced_at = humantime::format_rfc3339_seconds(
-        std::time::SystemTime::now() + Duration::from_secs(300),
-    )
-    .to_string();
+    let bounced_at =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(300))
+            .to_string();
     let base = serve(&db).await;
     let bounce = serde_json::to_vec(&json!({
         "RecordType": "Bounce", "ID": 4242, "Type": "HardBounce", "MessageID": theirs[1],
