@@ -1069,6 +1069,7 @@ async fn every_page_carries_the_security_headers() {
         "/suppressions?address=ann@example.com&reason=manual".into(),
         "/shaping".into(),
         "/webhooks".into(),
+        "/relays".into(),
         "/no/such/page".into(),
     ] {
         let r = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -2996,4 +2997,78 @@ async fn a_type_page_shows_the_order_keys_a_dead_letter_holds() {
         .unwrap()
         .is_empty());
     b.client.clone().close().await.unwrap();
+}
+
+/// The relay's page in the browser, after a relay to the machine's NATS (127.0.0.1:4222, a
+/// stream of the test's own) published four events and refused a poisoned key's first one
+/// for good (a `$` subject): what waits, what went out, the breaker, the held key with its
+/// dead letter; the nav leads there and the page links to the type's page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relays_page_shows_what_waits_what_went_out_and_what_holds() {
+    use outbox::publish::{
+        nats::{async_nats, ensure_stream, NatsRelay, StreamSettings},
+        Event,
+    };
+    let _one = BROWSER.lock().await;
+    let db = TestDb::new().await;
+    let client = async_nats::connect("nats://127.0.0.1:4222")
+        .await
+        .expect("the machine's NATS server at 127.0.0.1:4222 (with -js) must run");
+    let js = async_nats::jetstream::new(client);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let tag = format!("webrelay{}x{nanos}", std::process::id());
+    let stream = format!("OUTBOX_WEB_{tag}");
+    ensure_stream(
+        &js,
+        StreamSettings::new(stream.clone(), [format!("{tag}.>")]),
+    )
+    .await
+    .unwrap();
+    let mut events: Vec<Event> = (0..4)
+        .map(|n| {
+            Event::json(format!("{tag}.k{n}"), &serde_json::json!({ "n": n }))
+                .unwrap()
+                .key(format!("k{n}"))
+        })
+        .collect();
+    events.push(
+        Event::json(format!("${tag}.poison"), &serde_json::json!({ "n": 0 }))
+            .unwrap()
+            .key("poison"),
+    );
+    events.push(
+        Event::json(format!("{tag}.poison"), &serde_json::json!({ "n": 1 }))
+            .unwrap()
+            .key("poison"),
+    );
+    let mut tx = db.pool.begin().await.unwrap();
+    outbox::enqueue_many(&mut *tx, &events).await.unwrap();
+    tx.commit().await.unwrap();
+    Outbox::new(db.backend())
+        .register_with::<Event, _>(NatsRelay::new(js.clone()), QueueOptions::new())
+        .drain()
+        .await
+        .unwrap();
+
+    let url = serve(WebAdmin::new(Admin::new(db.backend()))).await;
+    let b = Browser::start().await;
+    b.client.goto(&url).await.unwrap();
+    b.click("header a[href$='/relays']").await;
+    assert_eq!(b.text("#waiting").await, "1");
+    assert_eq!(b.text("#breaker").await, "closed");
+    let failed = b.text("#relay").await;
+    assert!(failed.contains("1 dead letter(s) then"), "{failed}");
+    // Four published in the window (the page's rate is per minute of ten).
+    assert!(failed.contains("4 in the last 10m"), "{failed}");
+    let row = b.text("#held tbody tr").await;
+    for text in ["poison", "dead", "1"] {
+        assert!(row.contains(text), "{text}: {row}");
+    }
+    b.click("main > p a[href*='/types/']").await;
+    assert!(b.text("h1").await.contains("outbox.publish"));
+    b.client.clone().close().await.unwrap();
+    let _ = js.delete_stream(&stream).await;
 }

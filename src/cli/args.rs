@@ -153,6 +153,20 @@ pub enum AdminCommand {
     #[cfg(feature = "webhook")]
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// The relay of events to a message broker (feature `publish`): what waits, how many
+    /// were published per minute, failed attempts and dead letters, the breaker, and the
+    /// order keys a failing event holds.
+    #[cfg(feature = "publish")]
+    Relays(RelaysArgs),
+}
+
+/// `relays`.
+#[cfg(feature = "publish")]
+#[derive(Debug, Clone, Args)]
+pub struct RelaysArgs {
+    /// How far back the publish figures go (whole minutes; e.g. 10m, 1h).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub window: Duration,
 }
 
 /// `webhooks …` (feature `webhook`).

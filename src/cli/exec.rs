@@ -55,6 +55,8 @@ impl<B: Backend> Ctx<B> {
             AdminCommand::Shaping(command) => self.shaping(command).await,
             #[cfg(feature = "webhook")]
             AdminCommand::Webhooks(command) => self.webhooks(command).await,
+            #[cfg(feature = "publish")]
+            AdminCommand::Relays(args) => self.relays(args).await,
         }
     }
 

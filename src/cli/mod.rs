@@ -19,6 +19,8 @@ mod args;
 mod exec;
 mod failure;
 mod live;
+#[cfg(feature = "publish")]
+mod relays;
 mod render;
 mod shaping;
 mod suppressions;
@@ -27,6 +29,8 @@ mod webhooks;
 
 use std::process::ExitCode;
 
+#[cfg(feature = "publish")]
+pub use args::RelaysArgs;
 pub use args::{
     Action, AdminCommand, Command, DeadCommand, DeadListArgs, DeadPurgeArgs, DeadRequeueArgs,
     DeadShowArgs, DrainArgs, GroupCancelArgs, GroupCommand, GroupNameArgs, GroupPauseArgs,

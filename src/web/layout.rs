@@ -113,6 +113,8 @@ pub(crate) enum Nav {
     Shaping,
     #[cfg(feature = "webhook")]
     Webhooks,
+    #[cfg(feature = "publish")]
+    Relays,
 }
 
 /// A whole page: header, flash messages, the live part (refreshed by the script) and
@@ -130,6 +132,10 @@ pub(crate) fn page(
     let webhooks = html! { a class=(on(Nav::Webhooks)) href=(ctx.url("/webhooks")) { "Webhooks" } };
     #[cfg(not(feature = "webhook"))]
     let webhooks = html! {};
+    #[cfg(feature = "publish")]
+    let relays = html! { a class=(on(Nav::Relays)) href=(ctx.url("/relays")) { "Relays" } };
+    #[cfg(not(feature = "publish"))]
+    let relays = html! {};
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -150,6 +156,7 @@ pub(crate) fn page(
                     a class=(on(Nav::Suppressions)) href=(ctx.url("/suppressions")) { "Suppressions" }
                     a class=(on(Nav::Shaping)) href=(ctx.url("/shaping")) { "Shaping" }
                     (webhooks)
+                    (relays)
                 }
                 main {
                     h1 { (title) }

@@ -119,6 +119,8 @@ mod headers;
 mod layout;
 mod live_pages;
 mod pages;
+#[cfg(feature = "publish")]
+mod relay_pages;
 mod sampler;
 mod shaping_pages;
 mod signature;
@@ -369,6 +371,8 @@ impl<B: Backend> WebAdmin<B> {
                 "/webhooks/ordered",
                 post(webhook_pages::webhook_ordered::<B>),
             );
+        #[cfg(feature = "publish")]
+        let router = router.route("/relays", get(relay_pages::relays_page::<B>));
         router
             .fallback(pages::not_found)
             .layer(middleware::from_fn_with_state(

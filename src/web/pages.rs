@@ -557,7 +557,7 @@ pub(crate) async fn type_page<B: Backend>(
 }
 
 /// The order keys a dead or failing message holds, with a link to that message.
-fn held_table(ctx: &Ctx, held: &[crate::HeldKey]) -> Markup {
+pub(super) fn held_table(ctx: &Ctx, held: &[crate::HeldKey]) -> Markup {
     html! {
         table #held {
             thead { tr { th { "Key" } th { "Held by" } th { "Message" } th.n { "Waiting" } th { "Last error" } } }

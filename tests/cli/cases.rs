@@ -2473,3 +2473,89 @@ pub async fn held_keys_are_listed_with_what_holds_them<H: Harness>() {
     );
     outbox(&url, &["messages", "held", "cli.nothing"]).failed_with("known types");
 }
+
+/// `relays` against the machine's NATS (127.0.0.1:4222, a stream of the test's own): five
+/// events published and a poisoned key (its first event on a `$` subject, which the relay
+/// refuses for good) holding its two later ones; the text and JSON say what waits, what
+/// went out, what died and which key is held.
+#[cfg(feature = "nats")]
+pub async fn relays_show_what_waits_what_went_out_and_what_holds<H: Harness>() {
+    use outbox::publish::{
+        nats::{async_nats, ensure_stream, NatsRelay, StreamSettings},
+        Event,
+    };
+    let h = H::new().await;
+    let url = h.url();
+    let client = async_nats::connect("nats://127.0.0.1:4222")
+        .await
+        .expect("the machine's NATS server at 127.0.0.1:4222 (with -js) must run");
+    let js = async_nats::jetstream::new(client);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let tag = format!("clirelay{}x{nanos}", std::process::id());
+    let stream = format!("OUTBOX_CLI_{tag}");
+    ensure_stream(
+        &js,
+        StreamSettings::new(stream.clone(), [format!("{tag}.>")]),
+    )
+    .await
+    .unwrap();
+    let mut events = Vec::new();
+    for n in 0..5 {
+        events.push(
+            Event::json(format!("{tag}.k{n}"), &json!({ "n": n }))
+                .unwrap()
+                .key(format!("k{n}")),
+        );
+    }
+    events.push(
+        Event::json(format!("${tag}.poison"), &json!({ "n": 0 }))
+            .unwrap()
+            .key("poison"),
+    );
+    for n in 1..3 {
+        events.push(
+            Event::json(format!("{tag}.poison"), &json!({ "n": n }))
+                .unwrap()
+                .key("poison"),
+        );
+    }
+    let mut tx = h.pool().begin().await.unwrap();
+    outbox::enqueue_many(&mut *tx, &events).await.unwrap();
+    tx.commit().await.unwrap();
+    let report = Outbox::new(h.backend())
+        .register_with::<Event, _>(NatsRelay::new(js.clone()), QueueOptions::new())
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(report.counts.given_up, 1, "{report:?}");
+
+    let run = outbox(&url, &["relays"]);
+    run.succeeded();
+    for text in [
+        "relay `outbox.publish`",
+        "waiting    2",
+        "(5 events)",
+        "1 dead letter(s) in the last 10m",
+        "breaker    closed",
+        "poison",
+        "dead purge",
+    ] {
+        assert!(run.stdout.contains(text), "{text}: {}", run.stdout);
+    }
+    let json = outbox(&url, &["relays", "--json", "--window", "1h"]).json();
+    assert_eq!(json["type"], "outbox.publish", "{json:#}");
+    assert_eq!(json["waiting"], 2, "{json:#}");
+    assert_eq!(json["published"], 5, "{json:#}");
+    assert_eq!(json["dead"], 1, "{json:#}");
+    assert_eq!(json["window_secs"], 3600, "{json:#}");
+    assert_eq!(json["held"][0]["key"], "poison", "{json:#}");
+    assert_eq!(json["held"][0]["held_by"], "dead", "{json:#}");
+    assert_eq!(json["held"][0]["waiting"], 2, "{json:#}");
+    let bad = outbox(&url, &["relays", "--window", "soon"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("soon"), "{bad:?}");
+    let _ = js.delete_stream(&stream).await;
+}

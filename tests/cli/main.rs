@@ -88,6 +88,11 @@ macro_rules! cli_cases {
             async fn held_keys_are_listed_with_what_holds_them() {
                 cases::held_keys_are_listed_with_what_holds_them::<H>().await
             }
+            #[cfg(feature = "nats")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn relays_show_what_waits_what_went_out_and_what_holds() {
+                cases::relays_show_what_waits_what_went_out_and_what_holds::<H>().await
+            }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_drain_exit_code_and_work() {
                 embedded::drain_exit_code_and_work::<H>().await

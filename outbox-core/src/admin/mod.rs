@@ -8,6 +8,7 @@ mod groups;
 mod inbox;
 mod messages;
 mod shaping;
+mod summary;
 mod suppressions;
 
 use std::{
@@ -28,6 +29,7 @@ pub use groups::Groups;
 pub use inbox::ProcessedIds;
 pub use messages::{LiveMessages, LivePage, LIVE_BATCH, MAX_HELD_KEYS, MAX_MESSAGE_EVENTS};
 pub use shaping::ShapingAdmin;
+pub use summary::TypeSummary;
 pub use suppressions::{Suppressions, MAX_SUPPRESSION_PAGE};
 
 use crate::{
