@@ -45,7 +45,7 @@ pub use admin::{
     GroupProgress, Groups, HeldBy, HeldKey, LiveFilter, LiveMessage, LiveMessageDetail,
     LiveMessages, LivePage, LiveState, MinuteOutcomes, NewSuppression, ReplayFilter, ShapingAdmin,
     SuppressedMessage, Suppression, SuppressionFilter, SuppressionReason, SuppressionScope,
-    Suppressions, TokenUse, TypeCounts, TypeOutcomes, Unattended, WorkersSeen,
+    Suppressions, TokenUse, TypeCounts, TypeOutcomes, TypeSummary, Unattended, WorkersSeen,
     MAX_SUPPRESSION_PAGE, MAX_TOKEN_BATCH, UNATTENDED_AFTER,
 };
 pub use counters::names as metric_names;
