@@ -10,6 +10,7 @@ use outbox_core::{
     OutboxMessage,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 use crate::EVENT_TYPE;
 
@@ -63,11 +64,13 @@ pub struct Event {
 }
 
 /// An event's payload, as stored in the outbox row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Payload {
-    /// A JSON document, published as its compact text.
-    Json(serde_json::Value),
+    /// A JSON document, published as its compact text: kept as that text from the enqueue
+    /// to the publish (never parsed into a tree on the way; [`Payload::json_value`] parses
+    /// it on demand).
+    Json(Box<RawValue>),
     /// Bytes, stored in base64 and published as they are.
     #[serde(serialize_with = "to_base64", deserialize_with = "from_base64")]
     Bytes(Vec<u8>),
@@ -77,8 +80,29 @@ impl Payload {
     /// The bytes published.
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
-            Payload::Json(value) => serde_json::to_vec(value).unwrap_or_default(),
+            Payload::Json(raw) => raw.get().as_bytes().to_vec(),
             Payload::Bytes(bytes) => bytes.clone(),
+        }
+    }
+
+    /// A JSON payload parsed into a [`serde_json::Value`] (`None` for bytes), e.g. to
+    /// compare it in a test.
+    pub fn json_value(&self) -> Option<serde_json::Value> {
+        match self {
+            Payload::Json(raw) => serde_json::from_str(raw.get()).ok(),
+            Payload::Bytes(_) => None,
+        }
+    }
+}
+
+/// Two JSON payloads are equal when their texts are (both are the compact text the
+/// serializer wrote); bytes when their bytes are.
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Payload::Json(a), Payload::Json(b)) => a.get() == b.get(),
+            (Payload::Bytes(a), Payload::Bytes(b)) => a == b,
+            _ => false,
         }
     }
 }
@@ -103,7 +127,7 @@ impl Event {
             key: None,
             headers: BTreeMap::new(),
             content_type: Some("application/json".to_owned()),
-            payload: Payload::Json(serde_json::to_value(value)?),
+            payload: Payload::Json(serde_json::value::to_raw_value(value)?),
         })
     }
 
