@@ -4,7 +4,7 @@
 -- or 'retrying', its last error, and how many of the key's messages queue behind it.
 -- Parameters: the type tag five times, then the limit.
 SELECT h.order_key, h.id, h.state, h.last_error,
-       (SELECT COUNT(*) FROM outbox_messages AS w
+       (SELECT COUNT(*) FROM outbox_messages AS w FORCE INDEX (outbox_messages_order_key)
         WHERE w.type_tag = ? AND w.order_key = h.order_key AND w.status = 'queued'
           AND w.id <> h.id) AS waiting
 FROM (
@@ -16,7 +16,7 @@ FROM (
     FROM outbox_messages AS m
     WHERE m.type_tag = ? AND m.order_key IS NOT NULL AND m.status IN ('queued', 'running')
       AND m.attempts > 0 AND m.last_error IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM outbox_messages AS e
+      AND NOT EXISTS (SELECT 1 FROM outbox_messages AS e FORCE INDEX (outbox_messages_order_key)
                       WHERE e.type_tag = ? AND e.order_key = m.order_key AND e.id < m.id
                         AND e.status IN ('queued', 'running'))
       AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters AS x

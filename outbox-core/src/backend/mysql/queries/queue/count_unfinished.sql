@@ -10,7 +10,7 @@ SELECT COUNT(*) FROM (
             AND (m.group_name IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_groups AS g WHERE g.name = m.group_name AND g.paused_at IS NOT NULL))
             AND (m.order_key IS NULL OR (
-                NOT EXISTS (SELECT 1 FROM outbox_messages AS o WHERE o.order_key = m.order_key
+                NOT EXISTS (SELECT 1 FROM outbox_messages AS o FORCE INDEX (outbox_messages_order_key) WHERE o.order_key = m.order_key
                     AND o.type_tag = m.type_tag AND o.id < m.id AND o.status IN ('queued', 'running'))
                 AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters AS d
                     WHERE d.order_key = m.order_key AND d.type_tag = m.type_tag))))
