@@ -111,8 +111,13 @@ impl PrivateNode {
         self.child = Some(command.spawn().expect("rabbitmq-server starts"));
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
-            if let Ok(c) = Connection::connect(&self.uri(), ConnectionProperties::default()).await {
-                let _ = c.close(200, "OK".into()).await;
+            // Each try bounded: a node that accepts TCP before it can speak AMQP may not
+            // answer the handshake.
+            let uri = self.uri();
+            let connect = Connection::connect(&uri, ConnectionProperties::default());
+            if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(5), connect).await {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), c.close(200, "OK".into())).await;
                 return started.elapsed();
             }
             if Instant::now() > deadline {

@@ -60,19 +60,19 @@ impl Link {
     async fn channel(&self) -> Option<Channel> {
         let mut open = self.open.lock().await;
         if let Some(connection) = open.as_ref().filter(|c| c.status().connected()) {
-            if let Ok(channel) = connection.create_channel().await {
+            if let Ok(Ok(channel)) = within(connection.create_channel()).await {
                 return Some(channel);
             }
         }
         *open = None;
-        let connection = tokio::time::timeout(
-            Duration::from_secs(2),
-            Connection::connect(&self.uri, ConnectionProperties::default()),
-        )
+        let connection = within(Connection::connect(
+            &self.uri,
+            ConnectionProperties::default(),
+        ))
         .await
         .ok()?
         .ok()?;
-        let channel = connection.create_channel().await.ok()?;
+        let channel = within(connection.create_channel()).await.ok()?.ok()?;
         *open = Some(Arc::new(connection));
         Some(channel)
     }
@@ -85,6 +85,11 @@ impl Link {
             )
         })
     }
+}
+
+/// `future`, given up after 5 s: a call on a connection the restart broke may never end.
+async fn within<F: Future>(future: F) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout(Duration::from_secs(5), future).await
 }
 
 /// RabbitMQ: the outbox's `RabbitRelay` on a topic exchange, read through `RabbitConsumer`.
@@ -158,18 +163,18 @@ impl Rabbit {
     /// Messages ready in `queue` (not counting those delivered and not yet acknowledged).
     async fn ready(&self, queue: &str) -> Option<u64> {
         let channel = self.link.channel().await?;
-        let declared = channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .ok()?;
-        let _ = channel.close(200, "OK".into()).await;
+        let declared = within(channel.queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        ))
+        .await
+        .ok()?
+        .ok()?;
+        let _ = within(channel.close(200, "OK".into())).await;
         Some(u64::from(declared.message_count()))
     }
 }
@@ -262,22 +267,20 @@ impl Broker for Rabbit {
                     continue;
                 };
                 let prefetch = u16::try_from(lanes * 10).unwrap_or(u16::MAX);
-                if channel
-                    .basic_qos(prefetch, BasicQosOptions::default())
-                    .await
-                    .is_err()
-                {
+                if !matches!(
+                    within(channel.basic_qos(prefetch, BasicQosOptions::default())).await,
+                    Ok(Ok(()))
+                ) {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;
                 }
-                let Ok(deliveries) = channel
-                    .basic_consume(
-                        self.queue.as_str().into(),
-                        unique("consumer").as_str().into(),
-                        BasicConsumeOptions::default(),
-                        FieldTable::default(),
-                    )
-                    .await
+                let Ok(Ok(deliveries)) = within(channel.basic_consume(
+                    self.queue.as_str().into(),
+                    unique("consumer").as_str().into(),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                ))
+                .await
                 else {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;
@@ -300,7 +303,8 @@ impl Broker for Rabbit {
                 total.failed += run.handler_failed + run.database_failed;
                 total.ack_failed += run.ack_failed;
                 total.stream_errors += run.stream_errors + u64::from(!ended);
-                let _ = channel.close(200, "OK".into()).await;
+                // A channel of a connection that went away may never answer its close.
+                let _ = within(channel.close(200, "OK".into())).await;
                 if ended {
                     break;
                 }
