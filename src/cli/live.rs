@@ -14,8 +14,8 @@ use super::{
     render::{self, print_json},
 };
 use crate::{
-    backend::Backend, GroupProgress, LiveFilter, LiveMessage, LiveMessageDetail, LiveState,
-    MessageId,
+    backend::Backend, GroupProgress, HeldKey, LiveFilter, LiveMessage, LiveMessageDetail,
+    LiveState, MessageId,
 };
 
 impl<B: Backend> Ctx<B> {
@@ -258,30 +258,24 @@ impl<B: Backend> Ctx<B> {
         self.known_type(type_tag).await?;
         let held = self.admin.messages().held_keys(type_tag).await?;
         if self.json {
-            let items: Vec<Value> = held
-                .iter()
-                .map(|h| {
-                    json!({
-                        "key": h.key,
-                        "message": h.message_id,
-                        "held_by": h.held_by.as_str(),
-                        "last_error": h.last_error,
-                        "waiting": h.waiting,
-                    })
-                })
-                .collect();
-            print_json(&json!({ "type": type_tag, "held": items }));
+            print_json(&json!({ "type": type_tag, "held": held_json(&held) }));
             return Ok(());
         }
         if held.is_empty() {
             println!("no order key of `{type_tag}` is held");
             return Ok(());
         }
+        self.print_held(&held);
+        Ok(())
+    }
+
+    /// Held order keys as a table, then how to free them (`messages held`, `relays`).
+    pub(super) fn print_held(&self, held: &[HeldKey]) {
         let mut t = render::table(
             &["KEY", "HELD BY", "MESSAGE", "WAITING", "LAST ERROR"],
             &[3],
         );
-        for h in &held {
+        for h in held {
             t.add_row(vec![
                 render::one_line(&h.key, 40),
                 h.held_by.as_str().to_owned(),
@@ -290,7 +284,7 @@ impl<B: Backend> Ctx<B> {
                 render::one_line(&h.last_error, 60),
             ]);
         }
-        println!("{t}");
+        render::print_table(&t);
         println!(
             "A dead key goes on once its dead letter is requeued ({}) or purged ({}); a \
              retrying one once its retry succeeds or it is cancelled ({}).",
@@ -298,7 +292,6 @@ impl<B: Backend> Ctx<B> {
             self.hints.cmd("dead purge ID"),
             self.hints.cmd("messages cancel ID"),
         );
-        Ok(())
     }
 
     /// The filter the arguments describe, after checking the type and group exist.
@@ -640,4 +633,19 @@ fn live_json(m: &LiveMessage) -> Value {
         "lease_owner": m.lease_owner,
         "lease_expires_at": m.lease_expires_at.map(render::time),
     })
+}
+
+/// Held order keys in `--json` output (`messages held`, `relays`).
+pub(super) fn held_json(held: &[HeldKey]) -> Vec<Value> {
+    held.iter()
+        .map(|h| {
+            json!({
+                "key": h.key,
+                "message": h.message_id,
+                "held_by": h.held_by.as_str(),
+                "last_error": h.last_error,
+                "waiting": h.waiting,
+            })
+        })
+        .collect()
 }

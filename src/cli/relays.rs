@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::{
     args::RelaysArgs,
     exec::{Ctx, Result},
+    live::held_json,
     render::{self, print_json},
 };
 use crate::{backend::Backend, publish::EVENT_TYPE, TypeSummary};
@@ -73,26 +74,7 @@ impl<B: Backend> Ctx<B> {
             "  held keys  {} (a failing event holds its key's later ones):",
             s.held.len()
         );
-        let mut t = render::table(
-            &["KEY", "HELD BY", "MESSAGE", "WAITING", "LAST ERROR"],
-            &[3],
-        );
-        for h in &s.held {
-            t.add_row(vec![
-                render::one_line(&h.key, 40),
-                h.held_by.as_str().to_owned(),
-                h.message_id.clone(),
-                h.waiting.to_string(),
-                render::one_line(&h.last_error, 60),
-            ]);
-        }
-        render::print_table(&t);
-        println!(
-            "Skip a dead key's event with {} or {}; give up on a retrying one with {}.",
-            self.hints.cmd("dead requeue ID"),
-            self.hints.cmd("dead purge ID"),
-            self.hints.cmd("messages cancel ID"),
-        );
+        self.print_held(&s.held);
         Ok(())
     }
 }
@@ -109,19 +91,6 @@ fn summary_json(s: &TypeSummary) -> Value {
             "times_opened": b.times_opened,
         })
     });
-    let held: Vec<Value> = s
-        .held
-        .iter()
-        .map(|h| {
-            json!({
-                "key": h.key,
-                "message": h.message_id,
-                "held_by": h.held_by.as_str(),
-                "last_error": h.last_error,
-                "waiting": h.waiting,
-            })
-        })
-        .collect();
     json!({
         "type": c.type_tag,
         "waiting": s.waiting(),
@@ -139,6 +108,6 @@ fn summary_json(s: &TypeSummary) -> Value {
         "failed": s.failed,
         "dead": s.dead,
         "breaker": breaker,
-        "held": held,
+        "held": held_json(&s.held),
     })
 }

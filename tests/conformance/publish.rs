@@ -10,8 +10,8 @@
 //! * 1,000 keys × 50 events in two relay processes: each key's events arrive in order; a
 //!   poisoned key (its first event refused for good) holds only its own later events.
 //!
-//! Those are the sizes with `OUTBOX_PUBLISH_FULL=1` (`scripts/soak-publish.sh`; about
-//! 20 minutes for the three databases). Without it — `cargo test`, CI — the cases run
+//! Those are the sizes with `OUTBOX_PUBLISH_FULL=1` (`scripts/soak-publish.sh`; through
+//! NATS, 3–4 minutes per database). Without it — `cargo test`, CI — the cases run
 //! with a tenth of the events (10,000; 1,000 keys × 5), the ten kills, the restart and the
 //! poisoned key unchanged: see [`sizes`].
 //!
