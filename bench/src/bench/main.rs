@@ -96,6 +96,15 @@ const ALL: [&str; 14] = [
     "ordered",
 ];
 
+/// Parts of the workloads above a run may name alone (`drain.ours`: the drain without its
+/// floors).
+const SINGLE: &[&str] = &[
+    "drain.ours",
+    "drain.unkeyed",
+    "drain.ordered",
+    "drain.ordered_bursts",
+];
+
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         backends: vec![],
@@ -111,10 +120,11 @@ fn parse_args() -> Result<Args, String> {
             "--backend" => args.backends.push(Kind::parse(&value()?)?),
             "--workload" => {
                 let w = value()?;
-                if !ALL.contains(&w.as_str()) && w != "drain.ours" {
+                if !ALL.contains(&w.as_str()) && !SINGLE.contains(&w.as_str()) {
                     return Err(format!(
-                        "unknown workload `{w}`; one of {}, or drain.ours (the drain without its floors)",
-                        ALL.join(", ")
+                        "unknown workload `{w}`; one of {}, or one part alone: {}",
+                        ALL.join(", "),
+                        SINGLE.join(", ")
                     ));
                 }
                 args.workloads.push(w);
@@ -375,6 +385,7 @@ async fn main() {
                 ],
                 ("drain", n) => vec![("drain", n), ("drain.floor", n), ("drain.lean_floor", n)],
                 ("drain.ours", n) => vec![("drain", n)],
+                (w, n) if SINGLE.contains(&w) => vec![(w, n)],
                 ("idle", None) => vec![("idle", Some(1)), ("idle", Some(50))],
                 ("manytypes", n) => vec![("manytypes", n), ("manytypes.one_type", n)],
                 ("ordered", n) => vec![
