@@ -22,6 +22,8 @@ mod connect;
 mod migrations;
 #[cfg(feature = "mysql")]
 pub mod mysql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod nodelay;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
