@@ -13,9 +13,24 @@
 //! pool's — another pool of the application to the same server — only gains from it).
 //! Unix only; elsewhere nothing changes.
 
-/// Sets `TCP_NODELAY` on this process's TCP sockets connected to `port`; how many it set.
+/// Sets `TCP_NODELAY` on this process's TCP sockets connected to `port` (the database
+/// server's) that lack it, and says how many it set. The pools that `connect` opens call it
+/// for each new connection; call it from the `after_connect` of a pool of your own:
+///
+/// ```no_run
+/// # #[cfg(feature = "postgres")] {
+/// let options = sqlx::postgres::PgPoolOptions::new().after_connect(|_, _| {
+///     Box::pin(async {
+///         outbox_core::postgres::tcp_nodelay(5432);
+///         Ok(())
+///     })
+/// });
+/// # }
+/// ```
+///
+/// Unix only (elsewhere it sets nothing and returns 0).
 #[cfg(unix)]
-pub(crate) fn to_port(port: u16) -> usize {
+pub fn to_port(port: u16) -> usize {
     use std::os::fd::{BorrowedFd, RawFd};
 
     let mut set = 0;
@@ -41,7 +56,7 @@ pub(crate) fn to_port(port: u16) -> usize {
 
 /// Nothing to do where sockets are not file descriptors.
 #[cfg(not(unix))]
-pub(crate) fn to_port(_port: u16) -> usize {
+pub fn to_port(_port: u16) -> usize {
     0
 }
 

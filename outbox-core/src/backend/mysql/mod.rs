@@ -16,6 +16,8 @@
 
 mod enqueue;
 
+pub use super::nodelay::to_port as tcp_nodelay;
+
 use std::{sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;

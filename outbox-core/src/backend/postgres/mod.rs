@@ -14,6 +14,8 @@
 
 mod enqueue;
 
+pub use super::nodelay::to_port as tcp_nodelay;
+
 use std::{
     sync::{
         atomic::{AtomicBool, Ordering},
