@@ -78,8 +78,15 @@ impl<B: Backend, S: Send + Sync + 'static> Outbox<B, S> {
         let watch_unregistered = async {
             signals.after_first_claim().await;
             loop {
-                if let Err(e) = self.handle_unregistered(&registered).await {
-                    tracing::warn!(error = %e, "cannot check for unregistered message types");
+                match self.handle_unregistered(&registered).await {
+                    // The process says an unreachable database once (`Reach`).
+                    Err(e) if crate::worker::unreachable(&e) => {
+                        tracing::debug!(error = %e, "cannot check for unregistered message types");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot check for unregistered message types");
+                    }
+                    Ok(_) => {}
                 }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
