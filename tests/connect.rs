@@ -33,6 +33,25 @@ fn connect_message<T>(result: Result<T, outbox::Error>) -> String {
     }
 }
 
+/// Whether this process's TCP socket bound to local `port` has TCP_NODELAY (`None`: no
+/// such socket). The pools' connections are found by the client port the server reports.
+#[cfg(all(target_os = "linux", any(feature = "postgres", feature = "mysql")))]
+fn nodelay_of_local_port(port: u16) -> Option<bool> {
+    use std::os::fd::BorrowedFd;
+    let fds = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd lists the open files");
+    for fd in fds.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+        // SAFETY: the descriptor was listed as open; a socket closed meanwhile only makes
+        // the calls fail.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        let socket = socket2::SockRef::from(&fd);
+        let local = socket.local_addr().ok().and_then(|a| a.as_socket());
+        if local.is_some_and(|a| a.port() == port) && socket.peer_addr().is_ok() {
+            return socket.tcp_nodelay().ok();
+        }
+    }
+    None
+}
+
 /// Well below the pool's 10 s acquire timeout, which a refused connection used to wait
 /// out (and then say only "pool timed out").
 const AT_ONCE: Duration = Duration::from_secs(5);
@@ -123,6 +142,30 @@ mod postgres {
         let pool = outbox::postgres::connect(&server()).await.unwrap();
         sqlx::query("SELECT 1").execute(&pool).await.unwrap();
     }
+
+    /// sqlx 0.9 leaves TCP_NODELAY off; a statement written in pieces would wait up to
+    /// 40 ms for the server's delayed ack.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn every_connection_of_the_pool_has_tcp_nodelay() {
+        let pool = outbox::postgres::connect(&server()).await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..6 {
+            held.push(pool.acquire().await.unwrap());
+        }
+        for conn in &mut held {
+            let port: i32 = sqlx::query_scalar("SELECT inet_client_port()")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            let port = u16::try_from(port).expect("a TCP connection, not a Unix socket");
+            assert_eq!(
+                nodelay_of_local_port(port),
+                Some(true),
+                "the connection from local port {port}"
+            );
+        }
+    }
 }
 
 #[cfg(feature = "mysql")]
@@ -181,6 +224,36 @@ mod mysql {
                 && !text.contains("pw123"),
             "{text}"
         );
+    }
+
+    /// sqlx 0.9 leaves TCP_NODELAY off; a statement written in pieces would wait up to
+    /// 40 ms for the server's delayed ack.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn every_connection_of_the_pool_has_tcp_nodelay() {
+        let pool = outbox::mysql::connect(&server()).await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..6 {
+            held.push(pool.acquire().await.unwrap());
+        }
+        for conn in &mut held {
+            // `host:port` as the server saw the client.
+            let host: String = sqlx::query_scalar(
+                "SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()",
+            )
+            .fetch_one(&mut **conn)
+            .await
+            .unwrap();
+            let port: u16 = host
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse().ok())
+                .unwrap_or_else(|| panic!("a TCP client address, got `{host}`"));
+            assert_eq!(
+                nodelay_of_local_port(port),
+                Some(true),
+                "the connection from local port {port}"
+            );
+        }
     }
 
     #[tokio::test]
