@@ -33,10 +33,22 @@ fn connect_message<T>(result: Result<T, outbox::Error>) -> String {
     }
 }
 
-/// Whether this process's TCP socket bound to local `port` has TCP_NODELAY (`None`: no
-/// such socket). The pools' connections are found by the client port the server reports.
+/// Six connections of `pool`, held at once (so each is a socket of its own).
 #[cfg(all(target_os = "linux", any(feature = "postgres", feature = "mysql")))]
-fn nodelay_of_local_port(port: u16) -> Option<bool> {
+async fn hold_six<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+) -> Vec<sqlx::pool::PoolConnection<DB>> {
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        held.push(pool.acquire().await.unwrap());
+    }
+    held
+}
+
+/// Asserts that this process's TCP socket bound to local `port` (a pool's connection, found
+/// by the client port the server reports) exists and has TCP_NODELAY.
+#[cfg(all(target_os = "linux", any(feature = "postgres", feature = "mysql")))]
+fn assert_nodelay(port: u16) {
     use std::os::fd::BorrowedFd;
     let fds = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd lists the open files");
     for fd in fds.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
@@ -46,10 +58,14 @@ fn nodelay_of_local_port(port: u16) -> Option<bool> {
         let socket = socket2::SockRef::from(&fd);
         let local = socket.local_addr().ok().and_then(|a| a.as_socket());
         if local.is_some_and(|a| a.port() == port) && socket.peer_addr().is_ok() {
-            return socket.tcp_nodelay().ok();
+            assert!(
+                socket.tcp_nodelay().unwrap(),
+                "the connection from local port {port} has no TCP_NODELAY"
+            );
+            return;
         }
     }
-    None
+    panic!("no socket of this process has local port {port}");
 }
 
 /// Well below the pool's 10 s acquire timeout, which a refused connection used to wait
@@ -149,21 +165,13 @@ mod postgres {
     #[tokio::test]
     async fn every_connection_of_the_pool_has_tcp_nodelay() {
         let pool = outbox::postgres::connect(&server()).await.unwrap();
-        let mut held = Vec::new();
-        for _ in 0..6 {
-            held.push(pool.acquire().await.unwrap());
-        }
-        for conn in &mut held {
+        for conn in &mut hold_six(&pool).await {
             let port: i32 = sqlx::query_scalar("SELECT inet_client_port()")
                 .fetch_one(&mut **conn)
                 .await
                 .unwrap();
             let port = u16::try_from(port).expect("a TCP connection, not a Unix socket");
-            assert_eq!(
-                nodelay_of_local_port(port),
-                Some(true),
-                "the connection from local port {port}"
-            );
+            assert_nodelay(port);
         }
     }
 }
@@ -232,11 +240,7 @@ mod mysql {
     #[tokio::test]
     async fn every_connection_of_the_pool_has_tcp_nodelay() {
         let pool = outbox::mysql::connect(&server()).await.unwrap();
-        let mut held = Vec::new();
-        for _ in 0..6 {
-            held.push(pool.acquire().await.unwrap());
-        }
-        for conn in &mut held {
+        for conn in &mut hold_six(&pool).await {
             // `host:port` as the server saw the client.
             let host: String = sqlx::query_scalar(
                 "SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()",
@@ -248,11 +252,7 @@ mod mysql {
                 .rsplit_once(':')
                 .and_then(|(_, p)| p.parse().ok())
                 .unwrap_or_else(|| panic!("a TCP client address, got `{host}`"));
-            assert_eq!(
-                nodelay_of_local_port(port),
-                Some(true),
-                "the connection from local port {port}"
-            );
+            assert_nodelay(port);
         }
     }
 

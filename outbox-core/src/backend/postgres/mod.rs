@@ -74,7 +74,8 @@ const CHANNEL: &str = "outbox_messages";
 ///
 /// Its TCP connections get `TCP_NODELAY`, which sqlx 0.9 leaves off: without it a statement
 /// the driver writes in several pieces (a batch of settlements, a large enqueue) waits up to
-/// 40 ms for the server's delayed acknowledgement, which cut the drain to a quarter here.
+/// 40 ms for the server's delayed acknowledgement, which held the drain here to less than half
+/// its speed (19,000/s against 42,500/s).
 pub async fn connect(url: &str) -> Result<PgPool, Error> {
     check_scheme(Engine::Postgres, url)?;
     super::check_tls_files(url)?;
